@@ -1,0 +1,62 @@
+# trainyard: `make run` and `make test` are all a new user needs; both install what is missing.
+#
+#   make            build into build/ (build/trainyard, build/trainyard-worker)
+#   make run        build, then start the daemon on the embedded defaults
+#   make test       build with sanitizers into build-test/ and run every test (ctest)
+#   make bench      build and run the benchmarks in bench/
+#   make format     apply .clang-format to the tree
+#   make deps       install the Debian packages the build needs (apt-get, idempotent)
+
+BUILD_PKGS := cmake make gcc pkg-config libmicrohttpd-dev libjansson-dev libsqlite3-dev \
+              libcurl4-openssl-dev libyaml-dev libzstd-dev libssl-dev libfabric-dev
+TEST_PKGS  := curl clang libclang-rt-14-dev clang-format valgrind libfabric-bin openssl sqlite3 \
+              wrk prometheus chromium nodejs npm procps psmisc
+JOBS       ?= $(shell nproc)
+LISTEN     ?= 127.0.0.1:8080
+DATA_DIR   ?= ./trainyard-data
+SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: all build run test deps test-deps bench format clean
+
+all: build
+
+# Installs only what dpkg does not already have; `apt-get update` only if the install fails.
+define install_missing
+	@missing=$$(for p in $(1); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
+	    grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	    echo "installing: $$missing"; \
+	    $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing >/dev/null || \
+	    { $(SUDO) apt-get update -q >/dev/null && \
+	      $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing >/dev/null; }; \
+	fi
+endef
+
+deps:
+	$(call install_missing,$(BUILD_PKGS))
+
+test-deps: deps
+	$(call install_missing,$(TEST_PKGS))
+
+build: deps
+	@cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build build -j $(JOBS)
+
+run: build
+	@echo "trainyard: web page and API at http://$(LISTEN)/  (auth is off for this loopback demo; see README)"
+	@exec build/trainyard serve --listen $(LISTEN) --data-dir $(DATA_DIR) --auth=off
+
+test: test-deps
+	@cmake -S . -B build-test -DCMAKE_BUILD_TYPE=Debug -DTY_SANITIZE=ON >/dev/null
+	@cmake --build build-test -j $(JOBS)
+	@cd build-test && ctest --output-on-failure -j $(JOBS) --timeout 900
+
+bench: build
+	@cmake --build build -j $(JOBS) --target benchmarks
+	@bench/run-all.sh build
+
+format:
+	@git ls-files '*.c' '*.h' | xargs clang-format -i
+
+clean:
+	rm -rf build build-test build-fuzz

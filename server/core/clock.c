@@ -1,0 +1,123 @@
+/* clock: wall and monotonic time, RFC 3339 formatting and parsing. Thread-safe. */
+#include "server/core/clock.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <time.h>
+
+int64_t clock_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * NS_PER_SEC + ts.tv_nsec;
+}
+
+int64_t clock_mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * NS_PER_SEC + ts.tv_nsec;
+}
+
+char *clock_format(int64_t ns, char *out)
+{
+    time_t sec = (time_t)(ns / NS_PER_SEC);
+    long frac = (long)(ns % NS_PER_SEC);
+    if (frac < 0) {
+        frac += NS_PER_SEC;
+        sec -= 1;
+    }
+    struct tm tm;
+    gmtime_r(&sec, &tm);
+    snprintf(out, CLOCK_RFC3339_MAX, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", tm.tm_year + 1900,
+             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac / 1000);
+    return out;
+}
+
+/* Reads exactly n digits at *p into *v. */
+static int digits(const char **p, int n, int *v)
+{
+    int x = 0;
+    for (int i = 0; i < n; i++) {
+        if (!isdigit((unsigned char)(*p)[i]))
+            return -1;
+        x = x * 10 + ((*p)[i] - '0');
+    }
+    *p += n;
+    *v = x;
+    return 0;
+}
+
+static int expect(const char **p, char c)
+{
+    if (**p != c)
+        return -1;
+    (*p)++;
+    return 0;
+}
+
+static int days_in_month(int year, int mon)
+{
+    static const int days[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+    int leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    return days[mon - 1] + (mon == 2 && leap);
+}
+
+int clock_parse(const char *text, int64_t *ns)
+{
+    const char *p = text;
+    int y, mo, d, h, mi, s;
+    if (digits(&p, 4, &y) || expect(&p, '-') || digits(&p, 2, &mo) || expect(&p, '-') ||
+        digits(&p, 2, &d))
+        return -1;
+    if (*p != 'T' && *p != 't' && *p != ' ')
+        return -1;
+    p++;
+    if (digits(&p, 2, &h) || expect(&p, ':') || digits(&p, 2, &mi) || expect(&p, ':') ||
+        digits(&p, 2, &s))
+        return -1;
+    if (mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo) || h > 23 || mi > 59 || s > 60)
+        return -1;
+    long frac = 0;
+    if (*p == '.') {
+        p++;
+        int n = 0;
+        while (isdigit((unsigned char)*p)) {
+            if (n < 9) {
+                frac = frac * 10 + (*p - '0');
+                n++;
+            }
+            p++;
+        }
+        if (n == 0)
+            return -1;
+        while (n++ < 9)
+            frac *= 10;
+    }
+    int offset = 0;
+    if (*p == 'Z' || *p == 'z') {
+        p++;
+    } else if (*p == '+' || *p == '-') {
+        int sign = *p == '-' ? -1 : 1, oh, om;
+        p++;
+        if (digits(&p, 2, &oh) || expect(&p, ':') || digits(&p, 2, &om) || oh > 23 || om > 59)
+            return -1;
+        offset = sign * (oh * 3600 + om * 60);
+    } else {
+        return -1;
+    }
+    if (*p != '\0')
+        return -1;
+    struct tm tm = { .tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d,
+                     .tm_hour = h, .tm_min = mi, .tm_sec = s };
+    time_t sec = timegm(&tm);
+    *ns = ((int64_t)sec - offset) * NS_PER_SEC + frac;
+    return 0;
+}
+
+void clock_sleep_ms(int64_t ms)
+{
+    struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * NS_PER_MS };
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
+    }
+}

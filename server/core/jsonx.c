@@ -1,0 +1,152 @@
+/* jsonx: jansson helpers. Thread-safe (no shared state). */
+#include "server/core/jsonx.h"
+
+#include "server/core/clock.h"
+#include "server/core/utf8.h"
+#include "server/core/xalloc.h"
+
+/* Finds the nesting depth of JSON text without parsing it; strings are skipped. */
+static int json_depth_ok(const char *p, size_t len, int max_depth)
+{
+    int depth = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < len; i++) {
+        char c = p[i];
+        if (in_string) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > max_depth)
+                return 0;
+        } else if (c == ']' || c == '}') {
+            depth--;
+        }
+    }
+    return 1;
+}
+
+json_t *jsonx_loadb(const char *data, size_t len, int max_depth, struct err *err)
+{
+    if (!json_depth_ok(data, len, max_depth)) {
+        err_set(err, ERR_INVALID, "JSON nested deeper than %d levels", max_depth);
+        return NULL;
+    }
+    json_error_t jerr;
+    json_t *v = json_loadb(data, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_ANY, &jerr);
+    if (!v)
+        err_set(err, ERR_INVALID, "invalid JSON at line %d column %d: %s", jerr.line, jerr.column,
+                jerr.text);
+    return v;
+}
+
+static int dump_cb(const char *data, size_t size, void *ctx)
+{
+    buf_append(ctx, data, size);
+    return 0;
+}
+
+void jsonx_dump(struct buf *out, const json_t *v)
+{
+    json_dump_callback(v, dump_cb, out, JSON_COMPACT | JSON_ENCODE_ANY);
+}
+
+char *jsonx_dumps(const json_t *v)
+{
+    struct buf b = BUF_INIT;
+    jsonx_dump(&b, v);
+    return buf_detach(&b, NULL);
+}
+
+const char *jsonx_str(const json_t *obj, const char *key)
+{
+    json_t *v = json_object_get(obj, key);
+    return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+int64_t jsonx_int(const json_t *obj, const char *key, int64_t def)
+{
+    json_t *v = json_object_get(obj, key);
+    return json_is_integer(v) ? (int64_t)json_integer_value(v) : def;
+}
+
+bool jsonx_bool(const json_t *obj, const char *key, bool def)
+{
+    json_t *v = json_object_get(obj, key);
+    return json_is_boolean(v) ? json_is_true(v) : def;
+}
+
+void jsonx_set_str(json_t *obj, const char *key, const char *value)
+{
+    json_object_set_new(obj, key, value ? json_string(value) : json_null());
+}
+
+void jsonx_set_time(json_t *obj, const char *key, int64_t ns)
+{
+    char ts[CLOCK_RFC3339_MAX];
+    json_object_set_new(obj, key, ns ? json_string(clock_format(ns, ts)) : json_null());
+}
+
+void jsonx_escape_bytes(struct buf *out, const char *s, size_t len)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t i = 0;
+    while (i < len) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+            size_t start = i;
+            while (i < len && (unsigned char)s[i] >= 0x20 && (unsigned char)s[i] < 0x80 &&
+                   s[i] != '"' && s[i] != '\\')
+                i++;
+            buf_append(out, s + start, i - start);
+            continue;
+        }
+        if (c == '"' || c == '\\') {
+            char e[2] = { '\\', (char)c };
+            buf_append(out, e, 2);
+            i++;
+        } else if (c == '\n') {
+            buf_append(out, "\\n", 2);
+            i++;
+        } else if (c == '\t') {
+            buf_append(out, "\\t", 2);
+            i++;
+        } else if (c == '\r') {
+            buf_append(out, "\\r", 2);
+            i++;
+        } else if (c == 0) {
+            buf_append(out, "\\\\x00", 5);
+            i++;
+        } else if (c < 0x20 || c == 0x7f) {
+            char e[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
+            buf_append(out, e, 6);
+            i++;
+        } else {
+            size_t n = utf8_valid_prefix(s + i, len - i);
+            if (n > 0) {
+                buf_append(out, s + i, n);
+                i += n;
+            } else {
+                /* An invalid byte is shown, not dropped: "\\xff" reads as \xff once decoded. */
+                char e[5] = { '\\', '\\', 'x', hex[c >> 4], hex[c & 15] };
+                buf_append(out, e, 5);
+                i++;
+            }
+        }
+    }
+}
+
+void jsonx_pointer_append(struct buf *out, const char *token)
+{
+    for (const char *p = token; *p; p++) {
+        if (*p == '~')
+            buf_puts(out, "~0");
+        else if (*p == '/')
+            buf_puts(out, "~1");
+        else
+            buf_putc(out, *p);
+    }
+}

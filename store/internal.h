@@ -1,0 +1,80 @@
+/*
+ * store internals shared by the modules under store/; nothing outside store/ includes this.
+ *
+ * Statements: each module keeps all its SQL in one table (`static const char *const sql[]`),
+ * and fetches prepared statements from the calling connection's cache with stmt(). A statement
+ * comes back reset with bindings cleared; it is borrowed until the next stmt() of the same slot.
+ */
+#ifndef TY_STORE_INTERNAL_H
+#define TY_STORE_INTERNAL_H
+
+#include <sqlite3.h>
+
+#include "store/store.h"
+
+enum store_module {
+    MOD_JOBS,
+    MOD_LOGS,
+    MOD_TOKENS,
+    MOD_AUDIT,
+    MOD_TRIGGERS,
+    MOD_WEBHOOKS,
+    MOD_METRICS,
+    MOD_NODES,
+    MOD_RENDEZVOUS,
+    MOD_MISC,
+    MOD_COUNT
+};
+#define STMTS_PER_MODULE 48
+
+struct conn {
+    sqlite3 *db;
+    sqlite3_stmt *stmts[MOD_COUNT][STMTS_PER_MODULE];
+};
+
+/* The calling thread's read connection (opened on first use). NULL with err on failure. */
+struct conn *store_reader(struct store *st, struct err *err);
+/* Prepared statement `index` of module `mod` whose text is sql; NULL with err on failure. */
+sqlite3_stmt *stmt(struct conn *c, enum store_module mod, int index, const char *sql,
+                   struct err *err);
+/* Maps the connection's last error to an err: SQLITE_FULL -> ERR_UNAVAILABLE ("disk full"),
+ * SQLITE_BUSY -> ERR_UNAVAILABLE, constraint -> ERR_CONFLICT, else ERR_IO. Returns -1. */
+int sql_fail(struct conn *c, struct err *err, const char *what);
+/* Steps a statement that returns no rows; -1 with err on failure. */
+int sql_exec_stmt(struct conn *c, sqlite3_stmt *s, struct err *err, const char *what);
+/* Runs SQL text (no parameters) on c. */
+int sql_exec(struct conn *c, const char *sql, struct err *err);
+
+/* Binds by name (":name"); a missing parameter is a bug and aborts in debug builds. */
+void bind_text(sqlite3_stmt *s, const char *name, const char *v);
+void bind_blob(sqlite3_stmt *s, const char *name, const void *v, size_t len);
+void bind_int(sqlite3_stmt *s, const char *name, int64_t v);
+void bind_null(sqlite3_stmt *s, const char *name);
+/* Column helpers: text columns come back as "" when NULL; borrowed until the next step. */
+const char *col_text(sqlite3_stmt *s, int i);
+const char *col_text_or_null(sqlite3_stmt *s, int i);
+int64_t col_int(sqlite3_stmt *s, int i);
+
+/* Runs apply on the writer thread inside the group transaction and waits for COMMIT. */
+typedef int (*store_apply_fn)(struct conn *c, void *arg, struct err *err);
+int store_write_wait(struct store *st, store_apply_fn apply, void *arg, struct err *err);
+/* The same without waiting: done(ctx, rc, err) runs on the writer thread after COMMIT. arg must
+ * stay valid until done is called. */
+void store_write_async(struct store *st, store_apply_fn apply, void *arg, store_done_fn done,
+                       void *ctx);
+
+/* Opens a connection with trainyard's pragmas. */
+struct conn *conn_open(const char *path, const struct store_options *opts, struct err *err);
+void conn_close(struct conn *c);
+
+/* Writer lifecycle (writer.c), used by store_open/store_close. */
+struct writer;
+struct writer *writer_start(struct conn *c, int max_batch, struct err *err);
+void writer_stop(struct writer *w);
+void writer_submit(struct writer *w, store_apply_fn apply, void *arg, store_done_fn done,
+                   void *ctx);
+void writer_stats(struct writer *w, struct store_stats *out);
+
+int migrations_apply(struct conn *c, struct err *err);
+
+#endif

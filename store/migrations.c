@@ -1,0 +1,177 @@
+/*
+ * migrations: the whole schema and its history. Each entry runs once, in order, inside one
+ * transaction, and PRAGMA user_version records how many have run. Append only: a released
+ * migration is never edited; a change is a new entry.
+ *
+ * Times are int64 nanoseconds since the epoch (0 = not yet). Every table a job owns references
+ * jobs(pk) ON DELETE CASCADE, so deleting a job removes all it owns.
+ */
+#include "store/internal.h"
+
+static const char *const migrations[] = {
+    /* 1: jobs, ranks, events, idempotency keys, tokens, audit, logs */
+    "CREATE TABLE jobs ("
+    "  pk INTEGER PRIMARY KEY,"
+    "  id TEXT NOT NULL UNIQUE,"
+    "  name TEXT NOT NULL,"
+    "  executor TEXT NOT NULL,"
+    "  state TEXT NOT NULL,"
+    "  reason TEXT NOT NULL DEFAULT '',"
+    "  message TEXT NOT NULL DEFAULT '',"
+    "  priority INTEGER NOT NULL DEFAULT 0,"
+    "  queue TEXT NOT NULL DEFAULT '',"
+    "  nranks INTEGER NOT NULL,"
+    "  spec TEXT NOT NULL,"             /* canonical JSON, defaults filled in */
+    "  owner TEXT NOT NULL DEFAULT '',"  /* name of the token that submitted it */
+    "  attempt INTEGER NOT NULL DEFAULT 0," /* restarts of the whole job so far */
+    "  desired TEXT NOT NULL DEFAULT 'run'," /* run | cancel | hold */
+    "  created_at INTEGER NOT NULL,"
+    "  started_at INTEGER NOT NULL DEFAULT 0,"
+    "  finished_at INTEGER NOT NULL DEFAULT 0,"
+    "  updated_at INTEGER NOT NULL,"
+    "  first_failure TEXT,"             /* JSON, set once */
+    "  exec_state TEXT NOT NULL DEFAULT '{}'" /* executor-private JSON */
+    ");"
+    "CREATE INDEX jobs_by_state ON jobs(state, pk);"
+    "CREATE INDEX jobs_by_name ON jobs(name, pk);"
+    "CREATE INDEX jobs_queued ON jobs(priority DESC, pk) WHERE state = 'queued';"
+    "CREATE TABLE job_labels ("
+    "  job_pk INTEGER NOT NULL REFERENCES jobs(pk) ON DELETE CASCADE,"
+    "  key TEXT NOT NULL, value TEXT NOT NULL,"
+    "  PRIMARY KEY (key, value, job_pk)) WITHOUT ROWID;"
+    "CREATE INDEX job_labels_by_job ON job_labels(job_pk);"
+    "CREATE TABLE ranks ("
+    "  job_pk INTEGER NOT NULL REFERENCES jobs(pk) ON DELETE CASCADE,"
+    "  rank INTEGER NOT NULL,"
+    "  state TEXT NOT NULL,"
+    "  pid INTEGER NOT NULL DEFAULT 0,"
+    "  node TEXT NOT NULL DEFAULT '',"
+    "  pod TEXT NOT NULL DEFAULT '',"
+    "  exit_code INTEGER,"
+    "  signal INTEGER,"
+    "  restarts INTEGER NOT NULL DEFAULT 0,"
+    "  reason TEXT NOT NULL DEFAULT '',"
+    "  message TEXT NOT NULL DEFAULT '',"
+    "  started_at INTEGER NOT NULL DEFAULT 0,"
+    "  finished_at INTEGER NOT NULL DEFAULT 0,"
+    "  PRIMARY KEY (job_pk, rank)) WITHOUT ROWID;"
+    "CREATE TABLE events ("
+    "  job_pk INTEGER NOT NULL REFERENCES jobs(pk) ON DELETE CASCADE,"
+    "  seq INTEGER NOT NULL,"
+    "  time INTEGER NOT NULL,"
+    "  type TEXT NOT NULL,"
+    "  reason TEXT NOT NULL DEFAULT '',"
+    "  message TEXT NOT NULL DEFAULT '',"
+    "  rank INTEGER,"
+    "  source TEXT NOT NULL DEFAULT 'trainyard'," /* trainyard | kubernetes */
+    "  PRIMARY KEY (job_pk, seq)) WITHOUT ROWID;"
+    "CREATE TABLE idempotency ("
+    "  owner TEXT NOT NULL, key TEXT NOT NULL,"
+    "  body_hash TEXT NOT NULL,"
+    "  job_pk INTEGER NOT NULL REFERENCES jobs(pk) ON DELETE CASCADE,"
+    "  created_at INTEGER NOT NULL,"
+    "  PRIMARY KEY (owner, key)) WITHOUT ROWID;"
+    "CREATE TABLE tokens ("
+    "  pk INTEGER PRIMARY KEY,"
+    "  id TEXT NOT NULL UNIQUE,"
+    "  name TEXT NOT NULL,"
+    "  hash TEXT NOT NULL UNIQUE,"       /* SHA-256 of the secret; the secret is never stored */
+    "  scope TEXT NOT NULL,"             /* read | submit | admin | worker */
+    "  job_pk INTEGER REFERENCES jobs(pk) ON DELETE CASCADE," /* worker tokens only */
+    "  created_by TEXT NOT NULL DEFAULT '',"
+    "  created_at INTEGER NOT NULL,"
+    "  expires_at INTEGER NOT NULL DEFAULT 0,"
+    "  revoked_at INTEGER NOT NULL DEFAULT 0,"
+    "  last_used_at INTEGER NOT NULL DEFAULT 0);"
+    "CREATE UNIQUE INDEX tokens_by_name ON tokens(name) WHERE revoked_at = 0 AND job_pk IS NULL;"
+    "CREATE TABLE audit ("
+    "  pk INTEGER PRIMARY KEY,"
+    "  time INTEGER NOT NULL,"
+    "  actor TEXT NOT NULL,"
+    "  action TEXT NOT NULL,"
+    "  target TEXT NOT NULL,"
+    "  detail TEXT NOT NULL DEFAULT '{}',"
+    "  request_id TEXT NOT NULL DEFAULT '');"
+    "CREATE INDEX audit_by_target ON audit(target, pk);"
+    /* Logs: lines live in compressed blocks; see store/logs.c for the block format. */
+    "CREATE TABLE log_state ("
+    "  job_pk INTEGER PRIMARY KEY REFERENCES jobs(pk) ON DELETE CASCADE,"
+    "  next_seq INTEGER NOT NULL DEFAULT 1,"
+    "  first_seq INTEGER NOT NULL DEFAULT 1," /* oldest line still kept */
+    "  lines INTEGER NOT NULL DEFAULT 0,"
+    "  bytes INTEGER NOT NULL DEFAULT 0,"
+    "  dropped_lines INTEGER NOT NULL DEFAULT 0,"
+    "  dropped_bytes INTEGER NOT NULL DEFAULT 0,"
+    "  complete INTEGER NOT NULL DEFAULT 0);" /* 1 once the job ended and every source drained */
+    "CREATE TABLE log_sources ("
+    "  job_pk INTEGER NOT NULL REFERENCES jobs(pk) ON DELETE CASCADE,"
+    "  src INTEGER NOT NULL,"
+    "  rank INTEGER NOT NULL,"
+    "  pod TEXT NOT NULL DEFAULT '',"
+    "  pid INTEGER NOT NULL DEFAULT 0,"
+    "  attempt INTEGER NOT NULL DEFAULT 0,"
+    "  PRIMARY KEY (job_pk, src)) WITHOUT ROWID;"
+    "CREATE TABLE log_positions ("
+    "  job_pk INTEGER NOT NULL REFERENCES jobs(pk) ON DELETE CASCADE,"
+    "  source TEXT NOT NULL,"
+    "  position TEXT NOT NULL,"
+    "  PRIMARY KEY (job_pk, source)) WITHOUT ROWID;"
+    "CREATE TABLE log_blocks ("
+    "  id INTEGER PRIMARY KEY,"
+    "  job_pk INTEGER NOT NULL REFERENCES jobs(pk) ON DELETE CASCADE,"
+    "  first_seq INTEGER NOT NULL,"
+    "  last_seq INTEGER NOT NULL,"
+    "  first_time INTEGER NOT NULL,"
+    "  last_time INTEGER NOT NULL,"
+    "  nlines INTEGER NOT NULL,"
+    "  nbytes INTEGER NOT NULL,"
+    "  rank_mask INTEGER NOT NULL,"
+    "  sealed INTEGER NOT NULL,"
+    "  bloom BLOB);"
+    "CREATE UNIQUE INDEX log_blocks_by_seq ON log_blocks(job_pk, first_seq);"
+    "CREATE TABLE log_data ("
+    "  block_id INTEGER PRIMARY KEY REFERENCES log_blocks(id) ON DELETE CASCADE,"
+    "  data BLOB NOT NULL);",
+};
+
+static int user_version(struct conn *c, int *version, struct err *err)
+{
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(c->db, "PRAGMA user_version", -1, &s, NULL) != SQLITE_OK)
+        return sql_fail(c, err, "reading the schema version");
+    int rc = sqlite3_step(s);
+    *version = rc == SQLITE_ROW ? sqlite3_column_int(s, 0) : 0;
+    sqlite3_finalize(s);
+    return rc == SQLITE_ROW ? 0 : sql_fail(c, err, "reading the schema version");
+}
+
+int migrations_apply(struct conn *c, struct err *err)
+{
+    const int latest = (int)(sizeof(migrations) / sizeof(migrations[0]));
+    if (sql_exec(c, "BEGIN IMMEDIATE", err) < 0)
+        return err_wrap(err, "migrating the database");
+    int version;
+    if (user_version(c, &version, err) < 0)
+        goto fail;
+    if (version > latest) {
+        err_set(err, ERR_UNAVAILABLE,
+                "the database has schema version %d, newer than this trainyard (%d)", version,
+                latest);
+        goto fail;
+    }
+    for (int v = version; v < latest; v++) {
+        char pragma[64];
+        snprintf(pragma, sizeof(pragma), "PRAGMA user_version=%d", v + 1);
+        if (sql_exec(c, migrations[v], err) < 0 || sql_exec(c, pragma, err) < 0) {
+            err_wrap(err, "migration %d", v + 1);
+            goto fail;
+        }
+    }
+    return sql_exec(c, "COMMIT", err);
+fail:;
+    struct err ignore;
+    err_init(&ignore);
+    sql_exec(c, "ROLLBACK", &ignore);
+    err_release(&ignore);
+    return -1;
+}

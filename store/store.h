@@ -1,0 +1,56 @@
+/*
+ * store: trainyard's durable state in one SQLite file (WAL). The only code that includes
+ * <sqlite3.h>. Per-table-group APIs live in store/jobs.h, store/logs.h, store/tokens.h, ...
+ *
+ * Threads: any thread may call any store function. Reads run on a connection private to the
+ * calling thread (opened on first use, closed when the thread exits). Writes are handed to one
+ * writer thread that group-commits everything queued into one transaction, so many concurrent
+ * small writes cost one commit. A write returns (or calls its completion) only after COMMIT:
+ * whatever the API answered 2xx for is on disk.
+ */
+#ifndef TY_STORE_H
+#define TY_STORE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "server/core/err.h"
+
+struct store;
+
+struct store_options {
+    bool sync_full;      /* synchronous=FULL: fsync every commit (power-loss safe); else NORMAL */
+    int busy_timeout_ms; /* waiting for another process (the CLI) that holds the write lock */
+    int max_batch;       /* writes per group commit */
+};
+
+/* Opens (creating if needed) and migrates the database at path; starts the writer thread.
+ * Returns NULL with ERR_IO, or ERR_UNAVAILABLE when the file is newer than this binary. */
+struct store *store_open(const char *path, const struct store_options *opts, struct err *err);
+/* Stops the writer after draining queued writes, closes connections. NULL is a no-op. */
+void store_close(struct store *st);
+
+const char *store_path(const struct store *st);
+/* The schema version (PRAGMA user_version) after migration. */
+int store_schema_version(struct store *st);
+
+/* A write to run on the writer thread inside the group transaction. apply() sees the writer's
+ * connection through the store_* write helpers (store/internal.h) and must not block.
+ * done() runs on the writer thread after COMMIT (rc 0) or rollback (rc -1, err set); it owns
+ * nothing of the write and must return quickly. */
+struct store_write;
+typedef void (*store_done_fn)(void *ctx, int rc, struct err *err);
+
+/* Counters for /metrics. */
+struct store_stats {
+    uint64_t commits;
+    uint64_t writes;
+    uint64_t failed_commits;
+    uint64_t max_batch_seen;
+};
+void store_stats(struct store *st, struct store_stats *out);
+
+/* Health for /readyz: 0 when a read and the writer work; ERR_UNAVAILABLE otherwise. */
+int store_check(struct store *st, struct err *err);
+
+#endif

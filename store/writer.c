@@ -1,0 +1,196 @@
+/*
+ * writer: the one thread that writes. Callers queue writes; the thread takes everything queued
+ * (up to max_batch), runs each inside its own SAVEPOINT of one transaction, COMMITs once, then
+ * reports each write's outcome. Under load batches grow by themselves, so the commit cost (an
+ * fsync with synchronous=FULL) is shared by many writes; a failed write rolls back only itself.
+ */
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "server/core/xalloc.h"
+#include "store/internal.h"
+
+struct wop {
+    store_apply_fn apply;
+    void *arg;
+    store_done_fn done;
+    void *ctx;
+    int rc;
+    struct err err;
+    struct wop *next;
+};
+
+struct writer {
+    struct conn *conn;
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    struct wop *head, *tail;
+    bool stopping;
+    int max_batch;
+    struct store_stats stats;
+};
+
+static struct wop *take_batch(struct writer *w)
+{
+    pthread_mutex_lock(&w->lock);
+    while (!w->head && !w->stopping)
+        pthread_cond_wait(&w->cond, &w->lock);
+    struct wop *batch = w->head, *last = NULL;
+    int n = 0;
+    for (struct wop *op = w->head; op && n < w->max_batch; op = op->next, n++)
+        last = op;
+    if (last) {
+        w->head = last->next;
+        if (!w->head)
+            w->tail = NULL;
+        last->next = NULL;
+    }
+    pthread_mutex_unlock(&w->lock);
+    return batch;
+}
+
+static void run_one(struct writer *w, struct wop *op)
+{
+    err_init(&op->err);
+    if (sql_exec(w->conn, "SAVEPOINT w", &op->err) < 0) {
+        op->rc = -1;
+        return;
+    }
+    op->rc = op->apply(w->conn, op->arg, &op->err);
+    if (op->rc < 0) {
+        struct err ignore;
+        err_init(&ignore);
+        sql_exec(w->conn, "ROLLBACK TO w", &ignore);
+        err_release(&ignore);
+    }
+    struct err release;
+    err_init(&release);
+    if (sql_exec(w->conn, "RELEASE w", &release) < 0 && op->rc == 0) {
+        op->rc = -1;
+        err_move(&op->err, &release);
+    }
+    err_release(&release);
+}
+
+/* Marks every write of the batch failed with a copy of the transaction's error. */
+static void fail_batch(struct wop *batch, const struct err *cause)
+{
+    for (struct wop *op = batch; op; op = op->next) {
+        if (op->rc == 0) {
+            err_release(&op->err);
+            err_set(&op->err, cause->code, "%s", cause->msg);
+        }
+        op->rc = -1;
+    }
+}
+
+static void run_batch(struct writer *w, struct wop *batch)
+{
+    struct err txerr;
+    err_init(&txerr);
+    int n = 0;
+    for (struct wop *op = batch; op; op = op->next) {
+        op->rc = 0;
+        err_init(&op->err);
+        n++;
+    }
+    if (sql_exec(w->conn, "BEGIN IMMEDIATE", &txerr) < 0) {
+        fail_batch(batch, &txerr);
+    } else {
+        for (struct wop *op = batch; op; op = op->next)
+            run_one(w, op);
+        if (sql_exec(w->conn, "COMMIT", &txerr) < 0) {
+            struct err ignore;
+            err_init(&ignore);
+            sql_exec(w->conn, "ROLLBACK", &ignore);
+            err_release(&ignore);
+            fail_batch(batch, &txerr);
+        }
+    }
+    pthread_mutex_lock(&w->lock);
+    w->stats.commits++;
+    w->stats.writes += (uint64_t)n;
+    if (err_is_set(&txerr))
+        w->stats.failed_commits++;
+    if ((uint64_t)n > w->stats.max_batch_seen)
+        w->stats.max_batch_seen = (uint64_t)n;
+    pthread_mutex_unlock(&w->lock);
+    err_release(&txerr);
+    while (batch) {
+        struct wop *next = batch->next;
+        batch->done(batch->ctx, batch->rc, batch->rc < 0 ? &batch->err : NULL);
+        err_release(&batch->err);
+        free(batch);
+        batch = next;
+    }
+}
+
+static void *writer_main(void *arg)
+{
+    struct writer *w = arg;
+    for (;;) {
+        struct wop *batch = take_batch(w);
+        if (!batch)
+            break; /* stopping and drained */
+        run_batch(w, batch);
+    }
+    return NULL;
+}
+
+struct writer *writer_start(struct conn *c, int max_batch, struct err *err)
+{
+    struct writer *w = XNEW(struct writer);
+    w->conn = c;
+    w->max_batch = max_batch;
+    pthread_mutex_init(&w->lock, NULL);
+    pthread_cond_init(&w->cond, NULL);
+    if (pthread_create(&w->thread, NULL, writer_main, w) != 0) {
+        pthread_cond_destroy(&w->cond);
+        pthread_mutex_destroy(&w->lock);
+        free(w);
+        err_set(err, ERR_INTERNAL, "cannot start the database writer thread");
+        return NULL;
+    }
+    return w;
+}
+
+void writer_stop(struct writer *w)
+{
+    if (!w)
+        return;
+    pthread_mutex_lock(&w->lock);
+    w->stopping = true;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+    pthread_join(w->thread, NULL);
+    conn_close(w->conn);
+    pthread_cond_destroy(&w->cond);
+    pthread_mutex_destroy(&w->lock);
+    free(w);
+}
+
+void writer_submit(struct writer *w, store_apply_fn apply, void *arg, store_done_fn done,
+                   void *ctx)
+{
+    struct wop *op = XNEW(struct wop);
+    op->apply = apply;
+    op->arg = arg;
+    op->done = done;
+    op->ctx = ctx;
+    pthread_mutex_lock(&w->lock);
+    if (w->tail)
+        w->tail->next = op;
+    else
+        w->head = op;
+    w->tail = op;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+}
+
+void writer_stats(struct writer *w, struct store_stats *out)
+{
+    pthread_mutex_lock(&w->lock);
+    *out = w->stats;
+    pthread_mutex_unlock(&w->lock);
+}

@@ -1,0 +1,212 @@
+/* Unit tests of server/core: err, buf, clock, parse, utf8, jsonx, yamljson, crypto. */
+#include "tests/unit/check.h"
+
+#include "server/core/buf.h"
+#include "server/core/clock.h"
+#include "server/core/crypto.h"
+#include "server/core/err.h"
+#include "server/core/jsonx.h"
+#include "server/core/parse.h"
+#include "server/core/utf8.h"
+#include "server/core/yamljson.h"
+
+static void test_err(void)
+{
+    struct err err;
+    err_init(&err);
+    CHECK_INT(err_set(&err, ERR_NOT_FOUND, "job %s", "a"), -1);
+    err_set(&err, ERR_INTERNAL, "later");
+    CHECK_INT(err.code, ERR_NOT_FOUND);
+    CHECK_STR(err.msg, "job a");
+    err_wrap(&err, "loading");
+    CHECK_STR(err.msg, "loading: job a");
+    err_release(&err);
+    err_field(&err, "/nodes", "must be at least %d", 1);
+    err_field(&err, "/name", "required");
+    CHECK_INT(err.code, ERR_VALIDATION);
+    CHECK_INT(err.nfields, 2);
+    CHECK_STR(err.fields[1].pointer, "/name");
+    err_release(&err);
+    CHECK_INT(err_set(NULL, ERR_IO, "ignored"), -1);
+}
+
+static void test_buf(void)
+{
+    struct buf b = BUF_INIT;
+    CHECK_STR(buf_cstr(&b), "");
+    for (int i = 0; i < 1000; i++)
+        buf_printf(&b, "%d,", i);
+    CHECK(b.len > 3000);
+    buf_consume(&b, 4);
+    CHECK(strncmp(b.data, "2,3,", 4) == 0);
+    size_t len;
+    char *s = buf_detach(&b, &len);
+    CHECK(len > 0 && b.data == NULL);
+    free(s);
+}
+
+static void test_clock(void)
+{
+    int64_t ns;
+    char out[CLOCK_RFC3339_MAX];
+    CHECK_INT(clock_parse("2026-11-22T02:54:37.123456789Z", &ns), 0);
+    CHECK_INT(ns % NS_PER_SEC, 123456789);
+    CHECK_STR(clock_format(ns, out), "2026-11-22T02:54:37.123456Z");
+    CHECK_INT(clock_parse("2026-11-22T04:54:37+02:00", &ns), 0);
+    CHECK_STR(clock_format(ns, out), "2026-11-22T02:54:37.000000Z");
+    CHECK_INT(clock_parse("2026-02-30T00:00:00Z", &ns), -1);
+    CHECK_INT(clock_parse("2026-11-22", &ns), -1);
+    CHECK_INT(clock_parse("2026-11-22T02:54:37", &ns), -1);
+    CHECK_INT(clock_parse("2026-11-22T02:54:37Zjunk", &ns), -1);
+}
+
+static int collect(int64_t lo, int64_t hi, void *ctx)
+{
+    struct buf *b = ctx;
+    buf_printf(b, "[%lld-%lld]", (long long)lo, (long long)hi);
+    return 0;
+}
+
+static void test_parse(void)
+{
+    int64_t v;
+    CHECK_INT(parse_int64("42", 0, 100, &v), 0);
+    CHECK_INT(v, 42);
+    CHECK_INT(parse_int64("42x", 0, 100, &v), -1);
+    CHECK_INT(parse_int64(" 42", 0, 100, &v), -1);
+    CHECK_INT(parse_int64("101", 0, 100, &v), -1);
+    CHECK_INT(parse_duration("250ms", &v), 0);
+    CHECK_INT(v, 250 * NS_PER_MS);
+    CHECK_INT(parse_duration("2h", &v), 0);
+    CHECK_INT(v, 7200 * NS_PER_SEC);
+    CHECK_INT(parse_duration("2 h", &v), -1);
+    CHECK_INT(parse_bytes("64Mi", &v), 0);
+    CHECK_INT(v, 64 << 20);
+    CHECK_INT(parse_quantity("500m", &v), 0);
+    CHECK_INT(v, 500);
+    CHECK_INT(parse_quantity("16Gi", &v), 0);
+    CHECK_INT(v, 16LL * 1073741824LL * 1000);
+    CHECK_INT(parse_quantity("-1", &v), -1);
+    CHECK_INT(parse_quantity("1Q", &v), -1);
+    struct buf b = BUF_INIT;
+    CHECK_INT(parse_ranges("0,3-5,7", 0, 63, collect, &b), 0);
+    CHECK_STR(buf_cstr(&b), "[0-0][3-5][7-7]");
+    CHECK_INT(parse_ranges("5-3", 0, 63, collect, &b), -1);
+    CHECK_INT(parse_ranges("1,", 0, 63, collect, &b), -1);
+    CHECK_INT(parse_ranges("", 0, 63, collect, &b), -1);
+    buf_release(&b);
+}
+
+static void test_utf8_and_escape(void)
+{
+    CHECK(utf8_valid("h\xc3\xa9llo", 6));
+    CHECK(!utf8_valid("\xff", 1));
+    CHECK(!utf8_valid("\xc0\x80", 2)); /* overlong NUL */
+    CHECK(!utf8_valid("\xed\xa0\x80", 3)); /* surrogate */
+    struct buf b = BUF_INIT;
+    jsonx_escape_bytes(&b, "a\"b\\\n\x1b[31m\xff\0z", 13);
+    CHECK_STR(buf_cstr(&b), "a\\\"b\\\\\\n\\u001b[31m\\\\xff\\\\x00z");
+    /* The escaped form must always parse as a JSON string. */
+    struct buf doc = BUF_INIT;
+    buf_printf(&doc, "\"%s\"", buf_cstr(&b));
+    json_t *v = jsonx_loadb(doc.data, doc.len, 4, NULL);
+    CHECK(v != NULL);
+    json_decref(v);
+    buf_release(&doc);
+    buf_release(&b);
+}
+
+static void test_jsonx(void)
+{
+    struct err err;
+    err_init(&err);
+    CHECK(jsonx_loadb("[[[[1]]]]", 9, 3, &err) == NULL);
+    CHECK_INT(err.code, ERR_INVALID);
+    err_release(&err);
+    CHECK(jsonx_loadb("{\"a\":1,\"a\":2}", 13, 3, &err) == NULL);
+    err_release(&err);
+    json_t *v = jsonx_loadb("{\"a\":\"[[[[\"}", 12, 2, &err);
+    CHECK(v != NULL);
+    CHECK_STR(jsonx_str(v, "a"), "[[[[");
+    json_decref(v);
+    struct buf p = BUF_INIT;
+    jsonx_pointer_append(&p, "a/b~c");
+    CHECK_STR(buf_cstr(&p), "a~1b~0c");
+    buf_release(&p);
+}
+
+static void test_yamljson(void)
+{
+    struct err err;
+    err_init(&err);
+    const char *doc = "name: demo\nnodes: 2\nratio: 0.5\nsuspend: false\nimage: \"123\"\n"
+                      "labels: {team: ml}\ncommand: [python, -c, 'print(1)']\nempty:\n"
+                      "base: &b {x: 1}\ncopy: *b\nstr: !!str 10\n";
+    json_t *v = yamljson_load(doc, strlen(doc), 16, &err);
+    CHECK(v != NULL);
+    if (v) {
+        CHECK_INT(jsonx_int(v, "nodes", 0), 2);
+        CHECK(json_is_real(json_object_get(v, "ratio")));
+        CHECK(json_is_false(json_object_get(v, "suspend")));
+        CHECK_STR(jsonx_str(v, "image"), "123");
+        CHECK(json_is_null(json_object_get(v, "empty")));
+        CHECK_INT(json_array_size(json_object_get(v, "command")), 3);
+        CHECK_INT(jsonx_int(json_object_get(v, "copy"), "x", 0), 1);
+        CHECK_STR(jsonx_str(v, "str"), "10");
+    }
+    json_decref(v);
+    const char *bad = "a: [1, 2\n";
+    CHECK(yamljson_load(bad, strlen(bad), 16, &err) == NULL);
+    CHECK_INT(err.code, ERR_INVALID);
+    err_release(&err);
+    const char *two = "a: 1\n---\nb: 2\n";
+    CHECK(yamljson_load(two, strlen(two), 16, &err) == NULL);
+    err_release(&err);
+    const char *dup = "a: 1\na: 2\n";
+    CHECK(yamljson_load(dup, strlen(dup), 16, &err) == NULL);
+    err_release(&err);
+    /* Billion laughs: each level doubles; the node budget stops it quickly. */
+    struct buf lol = BUF_INIT;
+    buf_puts(&lol, "a0: &a0 [x, x]\n");
+    for (int i = 1; i < 40; i++)
+        buf_printf(&lol, "a%d: &a%d [*a%d, *a%d]\n", i, i, i - 1, i - 1);
+    CHECK(yamljson_load(lol.data, lol.len, 64, &err) == NULL);
+    CHECK(strstr(err.msg, "node limit") != NULL);
+    err_release(&err);
+    buf_release(&lol);
+}
+
+static void test_crypto(void)
+{
+    char hex[SHA256_HEX_LEN];
+    crypto_sha256_hex("abc", 3, hex);
+    CHECK_STR(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    unsigned char mac[SHA256_LEN];
+    crypto_hmac_sha256("key", 3, "The quick brown fox jumps over the lazy dog", 43, mac);
+    crypto_hex(mac, SHA256_LEN, hex);
+    CHECK_STR(hex, "f7bc83f430538424b13298e6aa6fb143ef4d59a14946175997479dbc2d1a3cd8");
+    struct buf b = BUF_INIT, d = BUF_INIT;
+    crypto_base64_encode(&b, "hello!?", 7);
+    CHECK_STR(buf_cstr(&b), "aGVsbG8hPw==");
+    CHECK_INT(crypto_base64_decode(&d, b.data, b.len), 0);
+    CHECK_STR(buf_cstr(&d), "hello!?");
+    buf_release(&b);
+    buf_release(&d);
+    char id[13];
+    crypto_random_id(id, 12);
+    CHECK_INT(strlen(id), 12);
+    CHECK(id[0] >= 'a' && id[0] <= 'z');
+}
+
+int main(void)
+{
+    test_err();
+    test_buf();
+    test_clock();
+    test_parse();
+    test_utf8_and_escape();
+    test_jsonx();
+    test_yamljson();
+    test_crypto();
+    return check_done();
+}
