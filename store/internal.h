@@ -14,6 +14,7 @@
 
 enum store_module {
     MOD_JOBS,
+    MOD_JOB_UPDATES,
     MOD_LOGS,
     MOD_TOKENS,
     MOD_AUDIT,
@@ -76,5 +77,14 @@ void writer_submit(struct writer *w, store_apply_fn apply, void *arg, store_done
 void writer_stats(struct writer *w, struct store_stats *out);
 
 int migrations_apply(struct conn *c, struct err *err);
+
+/* Appends an audit entry inside a write (tokens.c). */
+struct audit_entry;
+int audit_insert(struct conn *c, const struct audit_entry *e, struct err *err);
+
+/* Appends an event to a job's timeline (job_update.c); runs inside a write. */
+struct job_event;
+int event_insert(struct conn *c, int64_t pk, const struct job_event *e, int64_t now,
+                 struct err *err);
 
 #endif

@@ -97,6 +97,7 @@ const char *err_code_name(enum err_code code)
         [ERR_UNAUTHORIZED] = "unauthorized",
         [ERR_FORBIDDEN] = "forbidden",
         [ERR_NOT_FOUND] = "not-found",
+        [ERR_METHOD] = "method-not-allowed",
         [ERR_CONFLICT] = "conflict",
         [ERR_GONE] = "gone",
         [ERR_TOO_LARGE] = "too-large",

@@ -19,6 +19,7 @@ enum err_code {
     ERR_UNAUTHORIZED,  /* no or bad credentials (401) */
     ERR_FORBIDDEN,     /* credentials lack the scope (403) */
     ERR_NOT_FOUND,     /* (404) */
+    ERR_METHOD,        /* the path exists, not with this method (405) */
     ERR_CONFLICT,      /* state or idempotency conflict (409) */
     ERR_GONE,          /* resource or position no longer available (410) */
     ERR_TOO_LARGE,     /* body or range over a limit (413) */

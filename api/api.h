@@ -1,0 +1,185 @@
+/*
+ * api: trainyard's HTTP API without HTTP. server/http.c turns each libmicrohttpd request into a
+ * struct request, calls api_handle(), and sends back the struct response; everything in between
+ * (routing, authentication, scopes, limits, handlers, problem+json) lives here and is tested
+ * without a socket.
+ *
+ * A handler fills the response and returns. Two kinds of responses need the HTTP layer's help:
+ *  - deferred: the handler sets res->deferred; the HTTP layer suspends the connection, then
+ *    calls deferred(req, res); whoever finishes the work (e.g. the store writer after COMMIT)
+ *    fills res and calls request_complete(req), from any thread.
+ *  - streamed: the handler sets res->stream; the HTTP layer pulls bytes with stream->read()
+ *    and, when it returns 0 (nothing yet), waits until stream_wake() is called.
+ *
+ * Ownership: the request and response live in the HTTP layer's per-request storage and are
+ * released by it after the response is sent (response_release()).
+ */
+#ifndef TY_API_H
+#define TY_API_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "server/core/buf.h"
+#include "server/core/err.h"
+
+struct store;
+struct notify;
+
+enum http_method {
+    HTTP_GET,
+    HTTP_HEAD,
+    HTTP_POST,
+    HTTP_PUT,
+    HTTP_PATCH,
+    HTTP_DELETE,
+    HTTP_OPTIONS,
+    HTTP_METHOD_COUNT
+};
+
+/* Who may call a route. Scopes nest: admin > submit > read. worker tokens are bound to one job
+ * and only reach routes of that job marked SCOPE_WORKER; hooks authenticate with their own
+ * per-trigger secret inside the handler. */
+enum scope { SCOPE_PUBLIC, SCOPE_READ, SCOPE_SUBMIT, SCOPE_ADMIN, SCOPE_WORKER, SCOPE_HOOK };
+
+const char *scope_name(enum scope s);
+int scope_parse(const char *name, enum scope *s);
+
+struct principal {
+    char name[128];   /* token name, or "anonymous" with --auth=off */
+    enum scope scope; /* what the token grants */
+    char token_id[32];
+    char job_id[32];  /* worker tokens: the job they are bound to */
+};
+
+/* Limits on what a client may send; see server/config.c for the defaults and config keys. */
+struct api_limits {
+    size_t max_body_bytes;
+    int max_json_depth;
+    size_t max_string_bytes;
+    int max_ranks;
+    int max_nodes;
+    int max_procs_per_node;
+    int max_env;
+    int max_labels;
+    int max_args;
+    int max_list_limit;
+    int max_log_limit;
+    int max_followers_per_client;
+    int rate_per_second;    /* per token; 0 = unlimited */
+    int rate_burst;
+};
+
+/* Calls from the API into the daemon, set by server/main.c. Each may be NULL. */
+struct api_hooks {
+    void *ctx;
+    void (*job_changed)(void *ctx, int64_t job_pk); /* a job was created, cancelled, resumed */
+    /* Renders the executor object a spec would create (dry run); new reference or NULL+err. */
+    json_t *(*dry_run)(void *ctx, const json_t *spec, const char *job_id, struct err *err);
+    /* A finished job was deleted: remove what it left outside the database (log files). */
+    void (*job_deleted)(void *ctx, const char *job_id);
+    /* Adds Prometheus text for daemon-level metrics (executors, ingest, HTTP). */
+    void (*metrics)(void *ctx, struct buf *out);
+};
+
+struct api {
+    struct store *store;
+    struct notify *notify; /* wakes log followers when lines arrive */
+    struct api_limits limits;
+    struct api_hooks hooks;
+    bool auth_enabled;
+    const char *default_executor;
+    bool local_enabled;
+    bool kubernetes_enabled;
+    const char *public_url; /* base URL for links (webhooks, Location), may be NULL */
+    int64_t started_at;
+    void *ratelimit; /* api/ratelimit.c state */
+    void *extra;     /* per-feature state (triggers, webhooks) */
+};
+
+struct request;
+struct response;
+
+/* A streamed body. read() returns bytes written into buf (at most max), 0 when nothing is ready
+ * (the HTTP layer then waits for stream_wake()), STREAM_END at the end, STREAM_ERROR to abort. */
+#define STREAM_END ((ssize_t)-1)
+#define STREAM_ERROR ((ssize_t)-2)
+struct stream {
+    ssize_t (*read)(struct stream *s, char *buf, size_t max);
+    void (*free)(struct stream *s);
+    /* Set by the HTTP layer: wakes a waiting read. Safe from any thread, any time. */
+    void (*wake)(void *http_ctx);
+    void *http_ctx;
+};
+void stream_wake(struct stream *s);
+
+#define RESPONSE_MAX_HEADERS 8
+struct response {
+    int status;
+    const char *content_type; /* static string */
+    struct buf body;
+    struct {
+        char *name;
+        char *value;
+    } headers[RESPONSE_MAX_HEADERS];
+    size_t nheaders;
+    const unsigned char *static_body; /* served without copying (embedded assets) */
+    size_t static_len;
+    struct stream *stream;
+    void (*deferred)(struct request *req, struct response *res);
+    void *deferred_ctx; /* for deferred() */
+};
+
+struct request {
+    struct api *api;
+    enum http_method method;
+    const char *path;
+    const char *params[4]; /* path parameters in pattern order, e.g. {id} */
+    size_t nparams;
+    const char *body;
+    size_t body_len;
+    struct principal who;
+    char request_id[16];
+    const void *route;     /* the matched struct route */
+    /* Set by the HTTP layer: */
+    const char *(*header)(struct request *req, const char *name);
+    const char *(*query)(struct request *req, const char *name);
+    /* Calls fn(ctx, key, value) for each query parameter (for unknown-parameter checks). */
+    void (*query_each)(struct request *req, void (*fn)(void *ctx, const char *k, const char *v),
+                       void *ctx);
+    void (*complete)(struct request *req); /* for deferred responses */
+    void *http_ctx;
+    const char *client_addr; /* "127.0.0.1" */
+};
+
+/* Routes, authenticates and runs the handler. Always fills res (problem+json on error). */
+void api_handle(struct request *req, struct response *res);
+
+/* Helpers for handlers. */
+const char *request_header(struct request *req, const char *name);
+const char *request_query(struct request *req, const char *name);
+void request_complete(struct request *req);
+
+void response_json(struct response *res, int status, const json_t *body);
+/* Steals body. */
+void response_json_new(struct response *res, int status, json_t *body);
+void response_text(struct response *res, int status, const char *content_type, const char *text);
+/* Adds a header (copied). */
+void response_header(struct response *res, const char *name, const char *value);
+void response_release(struct response *res);
+
+/* problem+json from err (status from the one code table); field problems listed by pointer. */
+void problem_respond(struct request *req, struct response *res, const struct err *err);
+/* Shorthand: problem_respond with a fresh error. */
+void problem(struct request *req, struct response *res, enum err_code code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+int err_http_status(enum err_code code);
+
+/* Parses a JSON or YAML body by Content-Type into a new reference; NULL with the response set to
+ * 415/400/413 problem. */
+json_t *request_body_doc(struct request *req, struct response *res);
+
+#endif

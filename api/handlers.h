@@ -1,0 +1,34 @@
+/*
+ * handlers: every route handler, named after its OpenAPI operationId, grouped by the file that
+ * implements it (one file per OpenAPI tag).
+ */
+#ifndef TY_HANDLERS_H
+#define TY_HANDLERS_H
+
+#include "api/api.h"
+
+/* api/system.c */
+void system_healthz(struct request *req, struct response *res);
+void system_readyz(struct request *req, struct response *res);
+void system_version(struct request *req, struct response *res);
+void system_openapi(struct request *req, struct response *res);
+void system_metrics(struct request *req, struct response *res);
+void web_index(struct request *req, struct response *res);
+void web_asset(struct request *req, struct response *res);
+
+/* api/jobs.c */
+void jobs_create(struct request *req, struct response *res);
+void jobs_list(struct request *req, struct response *res);
+void jobs_get(struct request *req, struct response *res);
+void jobs_delete(struct request *req, struct response *res);
+void jobs_cancel(struct request *req, struct response *res);
+void jobs_resume(struct request *req, struct response *res);
+void jobs_events(struct request *req, struct response *res);
+
+/* api/tokens.c */
+void tokens_create(struct request *req, struct response *res);
+void tokens_list(struct request *req, struct response *res);
+void tokens_revoke(struct request *req, struct response *res);
+void audit_list(struct request *req, struct response *res);
+
+#endif

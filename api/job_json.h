@@ -1,0 +1,15 @@
+/*
+ * job_json: a job as the API shows it (GET /v1/jobs/{id}, list items, webhook payloads).
+ */
+#ifndef TY_JOB_JSON_H
+#define TY_JOB_JSON_H
+
+#include <jansson.h>
+
+#include "store/jobs.h"
+
+/* The job with its spec and, when ranks is not NULL, one entry per rank. New reference. */
+json_t *job_json(const struct job *job, const struct rank *ranks, size_t nranks);
+json_t *rank_json(const struct rank *r);
+
+#endif

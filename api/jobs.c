@@ -1,0 +1,482 @@
+/*
+ * jobs: the job routes. Handlers validate and record; they never start, stop or wait for
+ * processes or pods: api->hooks.job_changed() wakes the daemon's reconcile loop, which does.
+ * Job creation is group-committed: the handler defers, the store writer commits a batch of
+ * submissions at once and completes each request after COMMIT.
+ */
+#include "api/handlers.h"
+#include "api/job_json.h"
+#include "api/selector.h"
+#include "api/spec.h"
+#include "server/core/clock.h"
+#include "server/core/crypto.h"
+#include "server/core/jsonx.h"
+#include "server/core/parse.h"
+#include "server/core/xalloc.h"
+#include "store/tokens.h"
+
+#define JOB_ID_LEN 12
+
+/* A submission waiting for its commit. Owns everything job_new points to. */
+struct submission {
+    struct request *req;
+    struct response *res;
+    json_t *spec;
+    char *spec_text;
+    char id[JOB_ID_LEN + 1];
+    char hash[SHA256_HEX_LEN];
+    char *idem_key;
+    struct label *labels;
+    struct job_new jn;
+    struct job_inserted out;
+};
+
+static void submission_free(struct submission *s)
+{
+    json_decref(s->spec);
+    free(s->spec_text);
+    free(s->idem_key);
+    free(s->labels);
+    free(s);
+}
+
+static void notify_changed(struct api *api, int64_t pk)
+{
+    if (api->hooks.job_changed)
+        api->hooks.job_changed(api->hooks.ctx, pk);
+}
+
+/* The response for a new job, built from what was just committed (no read back). */
+static json_t *new_job_json(struct submission *s)
+{
+    struct job j = { .pk = s->out.pk, .id = s->id, .name = (char *)s->jn.name,
+                     .executor = (char *)s->jn.executor, .state = JOB_QUEUED,
+                     .reason = s->jn.hold ? "Suspended" : "Submitted", .message = "",
+                     .priority = s->jn.priority, .queue = (char *)s->jn.queue,
+                     .nranks = s->jn.nranks, .spec = s->spec_text, .owner = (char *)s->jn.owner,
+                     .desired = s->jn.hold ? "hold" : "run", .created_at = s->jn.now,
+                     .updated_at = s->jn.now };
+    struct rank *ranks = xcalloc((size_t)s->jn.nranks, sizeof(*ranks));
+    for (int r = 0; r < s->jn.nranks; r++) {
+        ranks[r].rank = r;
+        ranks[r].state = RANK_PENDING;
+        ranks[r].exit_code = -1;
+    }
+    json_t *o = job_json(&j, ranks, (size_t)s->jn.nranks);
+    free(ranks);
+    return o;
+}
+
+static void respond_job(struct request *req, struct response *res, int status, const char *id)
+{
+    struct err err;
+    err_init(&err);
+    struct job *j = store_job_get(req->api->store, id, &err);
+    struct rank *ranks = NULL;
+    size_t n = 0;
+    if (j && store_ranks_get(req->api->store, j->pk, &ranks, &n, &err) == 0)
+        response_json_new(res, status, job_json(j, ranks, n));
+    else
+        problem_respond(req, res, &err);
+    ranks_free(ranks, n);
+    job_free(j);
+    err_release(&err);
+}
+
+/* Runs on the store writer thread after COMMIT (or rollback). */
+static void inserted(void *ctx, int rc, struct err *err)
+{
+    struct submission *s = ctx;
+    struct request *req = s->req;
+    struct response *res = s->res;
+    if (rc < 0) {
+        problem_respond(req, res, err);
+    } else if (s->out.replayed) {
+        respond_job(req, res, 200, s->out.replayed_id);
+    } else {
+        response_json_new(res, 201, new_job_json(s));
+        char location[64];
+        snprintf(location, sizeof(location), "/v1/jobs/%s", s->id);
+        response_header(res, "Location", location);
+        notify_changed(req->api, s->out.pk);
+    }
+    submission_free(s);
+    request_complete(req);
+}
+
+static void start_insert(struct request *req, struct response *res)
+{
+    struct submission *s = res->deferred_ctx;
+    store_job_insert_async(req->api->store, &s->jn, &s->out, inserted, s);
+}
+
+static const char *idempotency_key(struct request *req, struct response *res, bool *bad)
+{
+    const char *key = request_header(req, "Idempotency-Key");
+    *bad = false;
+    if (!key)
+        return NULL;
+    size_t n = strlen(key);
+    bool ok = n > 0 && n <= 255;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = key[i] > 0x20 && key[i] < 0x7f;
+    if (!ok) {
+        problem(req, res, ERR_INVALID,
+                "Idempotency-Key must be 1 to 255 visible ASCII characters");
+        *bad = true;
+        return NULL;
+    }
+    return key;
+}
+
+static struct submission *submission_new(struct request *req, json_t *spec, const char *key)
+{
+    struct submission *s = XNEW(struct submission);
+    s->req = req;
+    s->spec = spec;
+    s->spec_text = jsonx_dumps(spec);
+    crypto_random_id(s->id, JOB_ID_LEN);
+    crypto_sha256_hex(s->spec_text, strlen(s->spec_text), s->hash);
+    s->idem_key = key ? xstrdup(key) : NULL;
+    struct spec_view v;
+    spec_view(spec, &v);
+    size_t nlabels = v.labels ? json_object_size(v.labels) : 0;
+    s->labels = xcalloc(nlabels ? nlabels : 1, sizeof(*s->labels));
+    const char *k;
+    json_t *val;
+    size_t i = 0;
+    json_object_foreach(v.labels, k, val)
+    {
+        s->labels[i].key = k;
+        s->labels[i++].value = json_string_value(val);
+    }
+    s->jn = (struct job_new){ .id = s->id, .name = v.name, .executor = v.executor,
+                              .spec = s->spec_text, .nranks = v.nranks, .priority = v.priority,
+                              .queue = v.queue, .owner = req->who.name, .hold = v.suspend,
+                              .labels = s->labels, .nlabels = nlabels,
+                              .idempotency_key = s->idem_key, .body_hash = s->hash,
+                              .request_id = req->request_id, .now = clock_now_ns() };
+    return s;
+}
+
+static struct spec_options spec_options(struct api *api)
+{
+    return (struct spec_options){ .limits = &api->limits,
+                                  .default_executor = api->default_executor,
+                                  .local_enabled = api->local_enabled,
+                                  .kubernetes_enabled = api->kubernetes_enabled };
+}
+
+static void dry_run(struct request *req, struct response *res, json_t *spec)
+{
+    json_t *out = json_pack("{s:O}", "spec", spec);
+    if (req->api->hooks.dry_run) {
+        struct err err;
+        err_init(&err);
+        json_t *obj = req->api->hooks.dry_run(req->api->hooks.ctx, spec, "dry-run", &err);
+        if (!obj) {
+            problem_respond(req, res, &err);
+            err_release(&err);
+            json_decref(out);
+            return;
+        }
+        json_object_set_new(out, "object", obj);
+    }
+    response_json_new(res, 200, out);
+}
+
+void jobs_create(struct request *req, struct response *res)
+{
+    bool bad_key;
+    const char *key = idempotency_key(req, res, &bad_key);
+    if (bad_key)
+        return;
+    json_t *doc = request_body_doc(req, res);
+    if (!doc)
+        return;
+    struct err err;
+    err_init(&err);
+    struct spec_options opts = spec_options(req->api);
+    json_t *spec = spec_validate(doc, &opts, &err);
+    json_decref(doc);
+    if (!spec) {
+        problem_respond(req, res, &err);
+        err_release(&err);
+        return;
+    }
+    const char *dry = request_query(req, "dry_run");
+    bool is_dry = false;
+    if (dry && parse_bool(dry, &is_dry) < 0) {
+        json_decref(spec);
+        problem(req, res, ERR_INVALID, "dry_run must be true or false");
+        return;
+    }
+    if (is_dry) {
+        dry_run(req, res, spec);
+        json_decref(spec);
+        return;
+    }
+    struct submission *s = submission_new(req, spec, key);
+    s->res = res;
+    res->deferred = start_insert;
+    res->deferred_ctx = s;
+}
+
+/* Parses ?state=a,b into states; -1 with a 400 response when a name is unknown. */
+static int parse_states(struct request *req, struct response *res, enum job_state *states,
+                        size_t *n)
+{
+    const char *text = request_query(req, "state");
+    *n = 0;
+    if (!text)
+        return 0;
+    char *copy = xstrdup(text), *p = copy;
+    int rc = 0;
+    while (p && rc == 0) {
+        char *comma = strchr(p, ',');
+        if (comma)
+            *comma = '\0';
+        if (*n >= JOB_STATE_COUNT || jobstate_parse(p, &states[*n]) < 0) {
+            problem(req, res, ERR_INVALID,
+                    "state '%s' is unknown; use queued, starting, running, restarting, "
+                    "cancelling, succeeded, failed, cancelled or preempted",
+                    p);
+            rc = -1;
+        }
+        (*n)++;
+        p = comma ? comma + 1 : NULL;
+    }
+    free(copy);
+    return rc;
+}
+
+/* ?limit= within [1, max]; def when absent. -1 with a 400 response when bad. */
+static int parse_limit(struct request *req, struct response *res, int def, int max, int *out)
+{
+    const char *text = request_query(req, "limit");
+    *out = def;
+    if (text && parse_int(text, 1, max, out) < 0) {
+        problem(req, res, ERR_INVALID, "limit must be an integer from 1 to %d", max);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_cursor(struct request *req, struct response *res, int64_t *pk)
+{
+    const char *text = request_query(req, "cursor");
+    *pk = 0;
+    if (text && (text[0] != 'c' || parse_int64(text + 1, 1, INT64_MAX, pk) < 0)) {
+        problem(req, res, ERR_INVALID, "cursor is not one this API returned");
+        return -1;
+    }
+    return 0;
+}
+
+void jobs_list(struct request *req, struct response *res)
+{
+    enum job_state states[JOB_STATE_COUNT];
+    struct job_filter f = { .states = states };
+    if (parse_states(req, res, states, &f.nstates) < 0 ||
+        parse_limit(req, res, 50, req->api->limits.max_list_limit, &f.limit) < 0 ||
+        parse_cursor(req, res, &f.before_pk) < 0)
+        return;
+    f.name = request_query(req, "name");
+    f.executor = request_query(req, "executor");
+    struct err err;
+    err_init(&err);
+    struct label_req *labels = NULL;
+    const char *selector = request_query(req, "selector");
+    if (selector && selector_parse(selector, &labels, &f.nlabels, &err) < 0)
+        goto fail;
+    f.labels = labels;
+    struct job **jobs = NULL;
+    size_t n = 0;
+    int64_t next = 0;
+    if (store_job_list(req->api->store, &f, &jobs, &n, &next, &err) < 0)
+        goto fail;
+    json_t *items = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(items, job_json(jobs[i], NULL, 0));
+    json_t *out = json_pack("{s:o}", "items", items);
+    if (next)
+        json_object_set_new(out, "next_cursor", json_sprintf("c%lld", (long long)next));
+    else
+        json_object_set_new(out, "next_cursor", json_null());
+    response_json_new(res, 200, out);
+    jobs_free(jobs, n);
+    selector_free(labels, f.nlabels);
+    return;
+fail:
+    problem_respond(req, res, &err);
+    err_release(&err);
+    selector_free(labels, f.nlabels);
+}
+
+void jobs_get(struct request *req, struct response *res)
+{
+    respond_job(req, res, 200, req->params[0]);
+}
+
+/* Loads the job named in the path; NULL with the response set when absent. */
+static struct job *load_job(struct request *req, struct response *res)
+{
+    struct err err;
+    err_init(&err);
+    struct job *j = store_job_get(req->api->store, req->params[0], &err);
+    if (!j)
+        problem_respond(req, res, &err);
+    err_release(&err);
+    return j;
+}
+
+/* submit-scope tokens act only on their own jobs; admin on every job. */
+static bool may_change(struct request *req, struct response *res, const struct job *j)
+{
+    if (req->who.scope == SCOPE_ADMIN || strcmp(j->owner, req->who.name) == 0)
+        return true;
+    problem(req, res, ERR_FORBIDDEN, "only the token that submitted a job (or an admin) may "
+                                     "change it");
+    return false;
+}
+
+static void audit(struct request *req, const char *action, const char *id)
+{
+    char target[64];
+    snprintf(target, sizeof(target), "job/%s", id);
+    struct audit_entry e = { .actor = req->who.name, .action = action, .target = target,
+                             .request_id = req->request_id };
+    struct err err;
+    err_init(&err);
+    store_audit_add(req->api->store, &e, &err);
+    err_release(&err);
+}
+
+/* One attempt at cancelling j given its state: the update to apply. */
+static int cancel_once(struct request *req, const struct job *j, struct err *err)
+{
+    char msg[192];
+    snprintf(msg, sizeof(msg), "cancelled by %s", req->who.name);
+    struct job_update u = { .pk = j->pk, .only_if_state = true, .if_state = j->state,
+                            .set_state = true, .reason = "Cancelled", .message = msg };
+    if (jobstate_terminal(j->state))
+        return err_set(err, ERR_CONFLICT, "the job already ended (%s)", jobstate_name(j->state));
+    if (j->state == JOB_CANCELLING)
+        return 0;
+    if (j->state == JOB_QUEUED) {
+        u.state = JOB_CANCELLED;
+    } else {
+        u.state = JOB_CANCELLING;
+        u.desired = "cancel";
+    }
+    return store_job_update(req->api->store, &u, err);
+}
+
+void jobs_cancel(struct request *req, struct response *res)
+{
+    struct job *j = load_job(req, res);
+    if (!j || !may_change(req, res, j)) {
+        job_free(j);
+        return;
+    }
+    struct err err;
+    err_init(&err);
+    int rc = -1;
+    /* A concurrent change (the job just started or ended) is retried from the new state. */
+    for (int attempt = 0; attempt < 5; attempt++) {
+        err_release(&err);
+        rc = cancel_once(req, j, &err);
+        if (rc == 0 || err.code != ERR_CONFLICT || jobstate_terminal(j->state))
+            break;
+        int64_t pk = j->pk;
+        job_free(j);
+        j = store_job_get_pk(req->api->store, pk, NULL);
+        if (!j)
+            break;
+    }
+    if (rc == 0) {
+        audit(req, "job.cancel", req->params[0]);
+        notify_changed(req->api, j->pk);
+        respond_job(req, res, 202, req->params[0]);
+    } else {
+        problem_respond(req, res, &err);
+    }
+    err_release(&err);
+    job_free(j);
+}
+
+void jobs_resume(struct request *req, struct response *res)
+{
+    struct job *j = load_job(req, res);
+    if (!j || !may_change(req, res, j)) {
+        job_free(j);
+        return;
+    }
+    struct err err;
+    err_init(&err);
+    if (j->state != JOB_QUEUED || strcmp(j->desired, "hold") != 0) {
+        problem(req, res, ERR_CONFLICT, "only a suspended, queued job can be resumed");
+        goto out;
+    }
+    struct job_event e = { .type = "resumed", .reason = "Resumed", .message = req->who.name,
+                           .rank = -1 };
+    struct job_update u = { .pk = j->pk, .only_if_state = true, .if_state = JOB_QUEUED,
+                            .desired = "run", .events = &e, .nevents = 1 };
+    if (store_job_update(req->api->store, &u, &err) < 0) {
+        problem_respond(req, res, &err);
+        goto out;
+    }
+    audit(req, "job.resume", req->params[0]);
+    notify_changed(req->api, j->pk);
+    respond_job(req, res, 200, req->params[0]);
+out:
+    err_release(&err);
+    job_free(j);
+}
+
+void jobs_delete(struct request *req, struct response *res)
+{
+    struct job *j = load_job(req, res);
+    if (!j || !may_change(req, res, j)) {
+        job_free(j);
+        return;
+    }
+    struct err err;
+    err_init(&err);
+    if (store_job_delete(req->api->store, j->pk, &err) < 0) {
+        problem_respond(req, res, &err);
+    } else {
+        audit(req, "job.delete", j->id);
+        if (req->api->hooks.job_deleted)
+            req->api->hooks.job_deleted(req->api->hooks.ctx, j->id);
+        res->status = 204;
+    }
+    err_release(&err);
+    job_free(j);
+}
+
+void jobs_events(struct request *req, struct response *res)
+{
+    struct job *j = load_job(req, res);
+    if (!j)
+        return;
+    int limit;
+    int64_t after = 0;
+    const char *after_text = request_query(req, "after");
+    if (parse_limit(req, res, 1000, 10000, &limit) < 0)
+        goto out;
+    if (after_text && parse_int64(after_text, 0, INT64_MAX, &after) < 0) {
+        problem(req, res, ERR_INVALID, "after must be a non-negative event sequence number");
+        goto out;
+    }
+    struct err err;
+    err_init(&err);
+    json_t *items = store_events_list(req->api->store, j->pk, after, limit, &err);
+    if (items)
+        response_json_new(res, 200, json_pack("{s:o}", "items", items));
+    else
+        problem_respond(req, res, &err);
+    err_release(&err);
+out:
+    job_free(j);
+}

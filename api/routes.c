@@ -1,0 +1,96 @@
+/*
+ * routes: the whole API in one table, and path matching. Keep this table, the handlers'
+ * names and openapi/openapi.yaml equal: tests/unit/test_routes.c fails when they differ.
+ */
+#include "api/routes.h"
+
+#include "api/handlers.h"
+
+const struct route routes[] = {
+    /* system */
+    { HTTP_GET, "/healthz", SCOPE_PUBLIC, "system_healthz", system_healthz },
+    { HTTP_GET, "/readyz", SCOPE_PUBLIC, "system_readyz", system_readyz },
+    { HTTP_GET, "/version", SCOPE_PUBLIC, "system_version", system_version },
+    { HTTP_GET, "/openapi.yaml", SCOPE_PUBLIC, "system_openapi", system_openapi },
+    { HTTP_GET, "/metrics", SCOPE_READ, "system_metrics", system_metrics },
+    { HTTP_GET, "/", SCOPE_PUBLIC, "web_index", web_index },
+    { HTTP_GET, "/ui/{file}", SCOPE_PUBLIC, "web_asset", web_asset },
+    /* jobs */
+    { HTTP_POST, "/v1/jobs", SCOPE_SUBMIT, "jobs_create", jobs_create },
+    { HTTP_GET, "/v1/jobs", SCOPE_READ, "jobs_list", jobs_list },
+    { HTTP_GET, "/v1/jobs/{id}", SCOPE_READ, "jobs_get", jobs_get },
+    { HTTP_DELETE, "/v1/jobs/{id}", SCOPE_SUBMIT, "jobs_delete", jobs_delete },
+    { HTTP_POST, "/v1/jobs/{id}/cancel", SCOPE_SUBMIT, "jobs_cancel", jobs_cancel },
+    { HTTP_POST, "/v1/jobs/{id}/resume", SCOPE_SUBMIT, "jobs_resume", jobs_resume },
+    { HTTP_GET, "/v1/jobs/{id}/events", SCOPE_READ, "jobs_events", jobs_events },
+    /* access */
+    { HTTP_POST, "/v1/tokens", SCOPE_ADMIN, "tokens_create", tokens_create },
+    { HTTP_GET, "/v1/tokens", SCOPE_ADMIN, "tokens_list", tokens_list },
+    { HTTP_DELETE, "/v1/tokens/{id}", SCOPE_ADMIN, "tokens_revoke", tokens_revoke },
+    { HTTP_GET, "/v1/audit", SCOPE_ADMIN, "audit_list", audit_list },
+};
+
+const size_t routes_count = sizeof(routes) / sizeof(routes[0]);
+
+const char *http_method_name(enum http_method m)
+{
+    static const char *const names[] = { "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE",
+                                         "OPTIONS" };
+    return (unsigned)m < HTTP_METHOD_COUNT ? names[m] : "?";
+}
+
+/* Matches path against pattern; on success copies the {param} segments into buf and params. */
+static bool match(const char *pattern, const char *path, const char **params, size_t *nparams,
+                  char *buf, size_t bufsize)
+{
+    size_t used = 0, n = 0;
+    const char *p = pattern, *s = path;
+    while (*p && *s) {
+        if (*p == '{') {
+            const char *close = strchr(p, '}');
+            size_t len = strcspn(s, "/");
+            if (!close || len == 0 || n >= 4 || used + len + 1 > bufsize)
+                return false;
+            memcpy(buf + used, s, len);
+            buf[used + len] = '\0';
+            params[n++] = buf + used;
+            used += len + 1;
+            p = close + 1;
+            s += len;
+        } else if (*p++ != *s++) {
+            return false;
+        }
+    }
+    if (*p || *s)
+        return false;
+    *nparams = n;
+    return true;
+}
+
+const struct route *routes_match(enum http_method method, const char *path, const char **params,
+                                 size_t *nparams, char param_buf[512], unsigned *allowed)
+{
+    *allowed = 0;
+    enum http_method want = method == HTTP_HEAD ? HTTP_GET : method;
+    const struct route *found = NULL;
+    for (size_t i = 0; i < routes_count; i++) {
+        const char *ps[4];
+        size_t np = 0;
+        char scratch[512];
+        if (!match(routes[i].pattern, path, ps, &np, scratch, sizeof(scratch)))
+            continue;
+        *allowed |= 1u << routes[i].method;
+        if (routes[i].method == HTTP_GET)
+            *allowed |= 1u << HTTP_HEAD;
+        if (routes[i].method == want && !found) {
+            found = &routes[i];
+            memcpy(param_buf, scratch, sizeof(scratch));
+            for (size_t k = 0; k < np; k++)
+                params[k] = param_buf + (ps[k] - scratch);
+            *nparams = np;
+        }
+    }
+    if (found)
+        *allowed = 0;
+    return found;
+}

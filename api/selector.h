@@ -1,0 +1,14 @@
+/*
+ * selector: Kubernetes-style label selectors ("team=ml,env!=prod,tier in (a,b),!legacy") for
+ * GET /v1/jobs?selector=..., parsed into store/jobs.h requirements.
+ */
+#ifndef TY_SELECTOR_H
+#define TY_SELECTOR_H
+
+#include "store/jobs.h"
+
+/* Parses text into *out (caller frees with selector_free). ERR_INVALID naming the bad term. */
+int selector_parse(const char *text, struct label_req **out, size_t *n, struct err *err);
+void selector_free(struct label_req *reqs, size_t n);
+
+#endif

@@ -1,0 +1,52 @@
+/*
+ * spec: the job spec, one for every executor. spec_validate() checks a submitted document
+ * completely (every bad field is reported by JSON pointer, not just the first) and returns its
+ * canonical form: known fields only, in schema order, defaults filled in. That canonical JSON is
+ * what the store keeps and what executors read through spec_view().
+ */
+#ifndef TY_SPEC_H
+#define TY_SPEC_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "api/api.h"
+
+struct spec_options {
+    const struct api_limits *limits;
+    const char *default_executor;
+    bool local_enabled;
+    bool kubernetes_enabled;
+};
+
+/* Returns the canonical spec (new reference) or NULL with ERR_VALIDATION listing each field. */
+json_t *spec_validate(const json_t *input, const struct spec_options *opts, struct err *err);
+
+/* Borrowed views into a canonical spec; valid while the json_t lives. */
+struct spec_view {
+    const char *name;
+    const char *image;    /* NULL when absent */
+    const char *executor;
+    json_t *command;      /* array of strings, or NULL */
+    json_t *args;         /* array of strings, or NULL */
+    json_t *env;          /* object, or NULL */
+    int nodes;
+    int procs_per_node;
+    int nranks;
+    json_t *resources;    /* object, or NULL */
+    json_t *placement;    /* object, or NULL */
+    const char *restart_policy; /* "never", "on_failure", "exit_code" */
+    int max_restarts;
+    json_t *restart_exit_codes; /* array of integers, or NULL */
+    int64_t deadline_seconds;   /* 0: none */
+    const char *queue;          /* NULL when absent */
+    int priority;
+    json_t *checkpoint;         /* object, or NULL */
+    json_t *labels;             /* object, or NULL */
+    bool suspend;
+    json_t *kubernetes;         /* object, or NULL */
+};
+void spec_view(const json_t *spec, struct spec_view *v);
+
+#endif

@@ -1,0 +1,123 @@
+/*
+ * system: health, readiness, version, the OpenAPI document, Prometheus metrics, and the
+ * embedded web page. Everything here answers without touching jobs.
+ */
+#include "api/assets.h"
+#include "api/handlers.h"
+#include "server/core/clock.h"
+#include "server/core/notify.h"
+#include "store/jobs.h"
+#include "store/store.h"
+
+void system_healthz(struct request *req, struct response *res)
+{
+    (void)req;
+    response_json_new(res, 200, json_pack("{s:s}", "status", "ok"));
+}
+
+void system_readyz(struct request *req, struct response *res)
+{
+    struct err err;
+    err_init(&err);
+    int rc = store_check(req->api->store, &err);
+    json_t *checks = json_pack("{s:s}", "database", rc == 0 ? "ok" : err.msg);
+    json_t *out = json_pack("{s:s,s:o,s:s}", "status", rc == 0 ? "ready" : "not ready", "checks",
+                            checks, "auth",
+                            req->api->auth_enabled ? "on" : "off (loopback only; anyone on "
+                                                            "this machine is admin)");
+    response_json_new(res, rc == 0 ? 200 : 503, out);
+    err_release(&err);
+}
+
+void system_version(struct request *req, struct response *res)
+{
+    char ts[CLOCK_RFC3339_MAX];
+    response_json_new(res, 200,
+                      json_pack("{s:s,s:s,s:i}", "version", TY_VERSION, "started_at",
+                                clock_format(req->api->started_at, ts), "schema",
+                                store_schema_version(req->api->store)));
+}
+
+static void serve_asset(struct response *res, const struct asset *a)
+{
+    res->status = 200;
+    res->content_type = a->content_type;
+    res->static_body = a->data;
+    res->static_len = a->size;
+    response_header(res, "Cache-Control", "no-cache");
+    response_header(res, "X-Content-Type-Options", "nosniff");
+}
+
+void system_openapi(struct request *req, struct response *res)
+{
+    const struct asset *a = assets_find("/openapi.yaml");
+    if (!a) {
+        problem(req, res, ERR_NOT_FOUND, "this build has no OpenAPI document");
+        return;
+    }
+    serve_asset(res, a);
+}
+
+void web_index(struct request *req, struct response *res)
+{
+    const struct asset *a = assets_find("/index.html");
+    if (!a) {
+        problem(req, res, ERR_NOT_FOUND, "this build has no web page");
+        return;
+    }
+    serve_asset(res, a);
+    response_header(res, "Content-Security-Policy",
+                    "default-src 'self'; img-src 'self' data:; style-src 'self'; "
+                    "script-src 'self'; connect-src 'self'; frame-ancestors 'none'");
+}
+
+void web_asset(struct request *req, struct response *res)
+{
+    char path[256];
+    snprintf(path, sizeof(path), "/%s", req->params[0]);
+    const struct asset *a = strcmp(path, "/openapi.yaml") ? assets_find(path) : NULL;
+    if (!a) {
+        problem(req, res, ERR_NOT_FOUND, "no such file: /ui/%s", req->params[0]);
+        return;
+    }
+    serve_asset(res, a);
+}
+
+void system_metrics(struct request *req, struct response *res)
+{
+    struct api *api = req->api;
+    res->status = 200;
+    res->content_type = "text/plain; version=0.0.4; charset=utf-8";
+    struct buf *b = &res->body;
+    int64_t counts[JOB_STATE_COUNT];
+    struct err err;
+    err_init(&err);
+    if (store_jobs_count_by_state(api->store, counts, &err) == 0) {
+        buf_puts(b, "# HELP trainyard_jobs Jobs stored, by state.\n# TYPE trainyard_jobs gauge\n");
+        for (int s = 0; s < JOB_STATE_COUNT; s++)
+            buf_printf(b, "trainyard_jobs{state=\"%s\"} %lld\n", jobstate_name((enum job_state)s),
+                       (long long)counts[s]);
+    }
+    err_release(&err);
+    struct store_stats st;
+    store_stats(api->store, &st);
+    buf_printf(b,
+               "# HELP trainyard_store_commits_total Database transactions committed.\n"
+               "# TYPE trainyard_store_commits_total counter\n"
+               "trainyard_store_commits_total %llu\n"
+               "# HELP trainyard_store_writes_total Writes group-committed.\n"
+               "# TYPE trainyard_store_writes_total counter\n"
+               "trainyard_store_writes_total %llu\n"
+               "# HELP trainyard_store_failed_commits_total Transactions that failed.\n"
+               "# TYPE trainyard_store_failed_commits_total counter\n"
+               "trainyard_store_failed_commits_total %llu\n",
+               (unsigned long long)st.commits, (unsigned long long)st.writes,
+               (unsigned long long)st.failed_commits);
+    if (api->notify)
+        buf_printf(b,
+                   "# HELP trainyard_log_followers Clients following logs now.\n"
+                   "# TYPE trainyard_log_followers gauge\ntrainyard_log_followers %d\n",
+                   notify_count(api->notify));
+    if (api->hooks.metrics)
+        api->hooks.metrics(api->hooks.ctx, b);
+}
