@@ -94,6 +94,7 @@ struct api {
     const char *default_executor;
     bool local_enabled;
     bool kubernetes_enabled;
+    int local_slots; /* ranks the local executor can run at once */
     const char *public_url; /* base URL for links (webhooks, Location), may be NULL */
     int64_t started_at;
     void *ratelimit; /* api/ratelimit.c state */

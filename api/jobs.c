@@ -164,7 +164,8 @@ static struct spec_options spec_options(struct api *api)
     return (struct spec_options){ .limits = &api->limits,
                                   .default_executor = api->default_executor,
                                   .local_enabled = api->local_enabled,
-                                  .kubernetes_enabled = api->kubernetes_enabled };
+                                  .kubernetes_enabled = api->kubernetes_enabled,
+                                  .local_slots = api->local_slots };
 }
 
 static void dry_run(struct request *req, struct response *res, json_t *spec)

@@ -432,6 +432,14 @@ static void check_cross(const json_t *spec, const struct spec_options *o, struct
         field_error(err, "/image", "is required by the kubernetes executor");
     if (!kube && (!v.command || json_array_size(v.command) == 0))
         field_error(err, "/command", "is required by the local executor (the program to run)");
+    if (!kube && o->local_slots > 0 && v.nranks > o->local_slots) {
+        char text[200];
+        snprintf(text, sizeof(text),
+                 "needs %d ranks but the local executor has %d slots (--local-slots); it could "
+                 "never start",
+                 v.nranks, o->local_slots);
+        field_error(err, "/procs_per_node", text);
+    }
     if (!kube && v.env && env_has_secret(v.env))
         field_error(err, "/env", "secret references need the kubernetes executor");
     char msg[160];

@@ -18,6 +18,7 @@ struct spec_options {
     const char *default_executor;
     bool local_enabled;
     bool kubernetes_enabled;
+    int local_slots; /* a local job needing more ranks could never start */
 };
 
 /* Returns the canonical spec (new reference) or NULL with ERR_VALIDATION listing each field. */

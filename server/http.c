@@ -429,9 +429,9 @@ static struct MHD_Daemon *start_daemon(struct http *h, const struct sockaddr_sto
         flags |= MHD_USE_TLS;
     struct MHD_OptionItem opts[16];
     int n = 0;
+    opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, NULL };
     opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed,
                                          NULL };
-    opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, NULL };
     opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_THREAD_POOL_SIZE,
                                          h->opts.threads > 0 ? h->opts.threads : 2, NULL };
     opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_LIMIT,

@@ -1,7 +1,321 @@
-/* main: placeholder until the daemon lands in this same change series. */
-#include <stdio.h>
-int main(void)
+/*
+ * main: the trainyard command. `trainyard serve` brings the daemon up in this order: config,
+ * signals, store, tokens, executors, controller, log pipeline, HTTP; and takes it down in
+ * reverse. Other subcommands: token (manage API tokens in the server's database), shim (the
+ * local executor's rank supervisor, not for people), version, and the CLI client (cli.c).
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "api/auth.h"
+#include "api/ratelimit.h"
+#include "server/collect.h"
+#include "server/config.h"
+#include "server/controller.h"
+#include "server/core/clock.h"
+#include "server/core/log.h"
+#include "server/core/notify.h"
+#include "server/core/xalloc.h"
+#include "server/http.h"
+#include "server/local.h"
+#include "server/shim.h"
+#include "server/signals.h"
+#include "store/jobs.h"
+#include "store/tokens.h"
+#include "server/token_cmd.h"
+
+struct daemon {
+    struct config cfg;
+    struct store *store;
+    struct notify *notify;
+    struct collect *collect;
+    struct executor *executors[2];
+    size_t nexec;
+    struct controller *controller;
+    struct api api;
+    struct http *http;
+    char url[128];
+};
+
+static int usage(void)
 {
-    puts("trainyard " TY_VERSION);
+    fprintf(stderr,
+            "usage: trainyard <command> [options]\n\n"
+            "daemon:\n"
+            "  serve            run the daemon (serve --help lists every setting)\n"
+            "  token            create, list or revoke API tokens in the daemon's database\n"
+            "  version          print the version\n");
+    return 2;
+}
+
+static void hook_job_changed(void *ctx, int64_t pk)
+{
+    struct daemon *d = ctx;
+    controller_wake(d->controller, pk);
+}
+
+static void hook_job_deleted(void *ctx, const char *job_id)
+{
+    struct daemon *d = ctx;
+    for (size_t i = 0; i < d->nexec; i++)
+        if (d->executors[i]->forget)
+            d->executors[i]->forget(d->executors[i], job_id);
+}
+
+static json_t *hook_dry_run(void *ctx, const json_t *spec, const char *job_id, struct err *err)
+{
+    struct daemon *d = ctx;
+    struct spec_view v;
+    spec_view(spec, &v);
+    for (size_t i = 0; i < d->nexec; i++)
+        if (strcmp(d->executors[i]->name, v.executor) == 0)
+            return d->executors[i]->render(d->executors[i], spec, job_id, err);
+    err_set(err, ERR_VALIDATION, "executor %s is not enabled", v.executor);
+    return NULL;
+}
+
+static void hook_metrics(void *ctx, struct buf *out)
+{
+    struct daemon *d = ctx;
+    controller_metrics(d->controller, out);
+    collect_metrics(d->collect, out);
+    for (size_t i = 0; i < d->nexec; i++)
+        if (d->executors[i]->metrics)
+            d->executors[i]->metrics(d->executors[i], out);
+}
+
+static int check_listener(const struct config *cfg, struct err *err)
+{
+    bool loopback = http_is_loopback(cfg->listen);
+    if (!cfg->auth && !loopback)
+        return err_set(err, ERR_INVALID,
+                       "--auth=off is only allowed on a loopback address (not %s)", cfg->listen);
+    if (!loopback && !cfg->tls_cert[0] && !cfg->allow_insecure_http)
+        return err_set(err, ERR_INVALID,
+                       "plain HTTP on %s would send tokens in clear text: give --tls-cert and "
+                       "--tls-key, or --allow-insecure-http",
+                       cfg->listen);
+    if (!cfg->tls_cert[0] != !cfg->tls_key[0])
+        return err_set(err, ERR_INVALID, "--tls-cert and --tls-key go together");
     return 0;
+}
+
+static char *read_secret_file(const char *path, struct err *err)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        err_set(err, ERR_IO, "cannot read %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    char line[256] = "";
+    char *ok = fgets(line, sizeof(line), f);
+    fclose(f);
+    line[strcspn(line, "\r\n")] = '\0';
+    if (!ok || strlen(line) < 16) {
+        err_set(err, ERR_INVALID, "%s must hold a token of at least 16 characters", path);
+        return NULL;
+    }
+    return xstrdup(line);
+}
+
+/* The admin token: given (environment or file), or made once on first start and printed. */
+static int bootstrap_admin(struct daemon *d, struct err *err)
+{
+    char *given = NULL;
+    const char *env = getenv("TRAINYARD_ADMIN_TOKEN");
+    if (d->cfg.admin_token_file[0])
+        given = read_secret_file(d->cfg.admin_token_file, err);
+    else if (env && *env)
+        given = xstrdup(env);
+    if (err_is_set(err))
+        return -1;
+    if (given) {
+        int rc = auth_token_ensure(d->store, "admin-bootstrap", given, err);
+        free(given);
+        return rc;
+    }
+    int64_t active;
+    if (store_token_count_active(d->store, clock_now_ns(), &active, err) < 0)
+        return -1;
+    if (active > 0)
+        return 0;
+    char secret[TOKEN_SECRET_MAX], id[32];
+    if (auth_token_create(d->store, "admin", SCOPE_ADMIN, 0, 0, "bootstrap", secret, id, err) < 0)
+        return -1;
+    printf("trainyard: created the admin token (shown once, keep it safe):\n  %s\n", secret);
+    fflush(stdout);
+    return 0;
+}
+
+static int open_store(struct daemon *d, struct err *err)
+{
+    if (mkdir(d->cfg.data_dir, 0700) < 0 && errno != EEXIST)
+        return err_set(err, ERR_IO, "cannot create %s: %s", d->cfg.data_dir, strerror(errno));
+    char *path = xasprintf("%s/trainyard.db", d->cfg.data_dir);
+    struct store_options so = { .sync_full = d->cfg.sync_full, .busy_timeout_ms = 5000,
+                                .max_batch = 512 };
+    d->store = store_open(path, &so, err);
+    free(path);
+    return d->store ? 0 : -1;
+}
+
+static int start_executors(struct daemon *d, struct err *err)
+{
+    struct collect_options co = { .max_bytes = d->cfg.log_max_bytes,
+                                  .max_age_ns = d->cfg.log_max_age_ns,
+                                  .poll_ns = d->cfg.log_poll_ns };
+    d->collect = collect_new(d->store, d->notify, &co);
+    struct local_options lo = { .data_dir = d->cfg.data_dir, .slots = d->cfg.local_slots,
+                                .max_line = d->cfg.log_max_line,
+                                .logs = collect_sources(d->collect) };
+    d->executors[d->nexec] = local_new(&lo, err);
+    if (!d->executors[d->nexec])
+        return -1;
+    d->nexec++;
+    struct controller_options opts = { .stop_grace_ns = d->cfg.stop_grace_ns };
+    d->controller = controller_new(d->store, d->executors, d->nexec, &opts, NULL);
+    return 0;
+}
+
+static void setup_api(struct daemon *d)
+{
+    struct api *a = &d->api;
+    a->store = d->store;
+    a->notify = d->notify;
+    a->limits = d->cfg.limits;
+    a->auth_enabled = d->cfg.auth;
+    a->default_executor = d->cfg.executor;
+    a->local_enabled = true;
+    a->kubernetes_enabled = false;
+    a->local_slots = d->cfg.local_slots;
+    a->started_at = clock_now_ns();
+    a->hooks = (struct api_hooks){ .ctx = d, .job_changed = hook_job_changed,
+                                   .job_deleted = hook_job_deleted, .dry_run = hook_dry_run,
+                                   .metrics = hook_metrics };
+    ratelimit_init(a);
+}
+
+static int start_http(struct daemon *d, struct err *err)
+{
+    struct http_options ho = { .listen = d->cfg.listen, .threads = d->cfg.http_threads,
+                               .connection_limit = d->cfg.connection_limit,
+                               .per_ip_limit = d->cfg.per_ip_limit,
+                               .timeout_seconds = d->cfg.timeout_seconds,
+                               .max_body_bytes = d->cfg.limits.max_body_bytes,
+                               .tls_cert_file = d->cfg.tls_cert[0] ? d->cfg.tls_cert : NULL,
+                               .tls_key_file = d->cfg.tls_key[0] ? d->cfg.tls_key : NULL,
+                               .tls_client_ca_file =
+                                   d->cfg.tls_client_ca[0] ? d->cfg.tls_client_ca : NULL };
+    d->http = http_start(&d->api, &ho, err);
+    if (!d->http)
+        return -1;
+    snprintf(d->url, sizeof(d->url), "%s://%s", ho.tls_cert_file ? "https" : "http",
+             http_address(d->http));
+    d->api.public_url = d->cfg.public_url[0] ? d->cfg.public_url : d->url;
+    local_set_url(d->executors[0], d->url);
+    printf("trainyard: listening on %s (web page: %s/)\n", d->url, d->url);
+    if (!d->cfg.auth)
+        printf("trainyard: auth is OFF: anyone on this machine can use the API as admin\n");
+    fflush(stdout);
+    return 0;
+}
+
+static void run_until_stopped(struct daemon *d, int sigfd)
+{
+    int64_t last_flush = clock_mono_ns();
+    for (;;) {
+        enum signal_event ev = signals_wait(sigfd, 1000);
+        if (ev == SIGNAL_STOP)
+            break;
+        if (ev == SIGNAL_RELOAD) {
+            struct err err;
+            err_init(&err);
+            if (http_reload_tls(d->http, &err) < 0)
+                log_error("reload: %s", err.msg);
+            else
+                log_info("reload: TLS certificate re-read");
+            err_release(&err);
+        }
+        if (clock_mono_ns() - last_flush > 10 * NS_PER_SEC) {
+            store_tokens_flush(d->store, NULL);
+            last_flush = clock_mono_ns();
+        }
+    }
+}
+
+static void teardown(struct daemon *d)
+{
+    http_stop(d->http);
+    controller_free(d->controller);
+    collect_free(d->collect);
+    for (size_t i = 0; i < d->nexec; i++)
+        d->executors[i]->free(d->executors[i]);
+    if (d->store)
+        store_tokens_flush(d->store, NULL);
+    store_close(d->store);
+    ratelimit_release(&d->api);
+    notify_free(d->notify);
+    config_release(&d->cfg);
+}
+
+static int cmd_serve(int argc, char **argv)
+{
+    struct daemon d = { 0 };
+    struct err err;
+    err_init(&err);
+    int rc = config_load(&d.cfg, argc, argv, &err);
+    if (rc == 1) {
+        config_help(stdout);
+        return 0;
+    }
+    enum log_level level;
+    if (rc == 0 && log_parse_level(d.cfg.log_level, &level) == 0)
+        log_set_level(level);
+    int sigfd = rc == 0 && check_listener(&d.cfg, &err) == 0 ? signals_open(&err) : -1;
+    d.notify = notify_new();
+    if (sigfd < 0 || open_store(&d, &err) < 0 || bootstrap_admin(&d, &err) < 0 ||
+        start_executors(&d, &err) < 0) {
+        fprintf(stderr, "trainyard: %s\n", err.msg);
+        teardown(&d);
+        err_release(&err);
+        return 1;
+    }
+    setup_api(&d);
+    if (collect_start(d.collect, &err) < 0 || controller_start(d.controller, &err) < 0 ||
+        (collect_adopted(d.collect), start_http(&d, &err)) < 0) {
+        fprintf(stderr, "trainyard: %s\n", err.msg);
+        teardown(&d);
+        err_release(&err);
+        return 1;
+    }
+    log_info("trainyard %s serving %s with data in %s", TY_VERSION, d.url, d.cfg.data_dir);
+    run_until_stopped(&d, sigfd);
+    log_info("stopping");
+    teardown(&d);
+    close(sigfd);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return usage();
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "serve") == 0)
+        return cmd_serve(argc - 1, argv + 1);
+    if (strcmp(cmd, "shim") == 0)
+        return shim_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "token") == 0)
+        return token_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+        printf("trainyard %s\n", TY_VERSION);
+        return 0;
+    }
+    if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+        usage();
+        return 0;
+    }
+    return usage();
 }

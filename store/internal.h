@@ -16,6 +16,7 @@ enum store_module {
     MOD_JOBS,
     MOD_JOB_UPDATES,
     MOD_LOGS,
+    MOD_LOG_READS,
     MOD_TOKENS,
     MOD_AUDIT,
     MOD_TRIGGERS,

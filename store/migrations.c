@@ -102,15 +102,17 @@ static const char *const migrations[] = {
     "  bytes INTEGER NOT NULL DEFAULT 0,"
     "  dropped_lines INTEGER NOT NULL DEFAULT 0,"
     "  dropped_bytes INTEGER NOT NULL DEFAULT 0,"
+    "  unsealed_lines INTEGER NOT NULL DEFAULT 0," /* lines in blocks not yet sealed */
     "  complete INTEGER NOT NULL DEFAULT 0);" /* 1 once the job ended and every source drained */
     "CREATE TABLE log_sources ("
     "  job_pk INTEGER NOT NULL REFERENCES jobs(pk) ON DELETE CASCADE,"
     "  src INTEGER NOT NULL,"
+    "  key TEXT NOT NULL,"                 /* the collector's stable name, e.g. a0/r3 */
     "  rank INTEGER NOT NULL,"
     "  pod TEXT NOT NULL DEFAULT '',"
     "  pid INTEGER NOT NULL DEFAULT 0,"
     "  attempt INTEGER NOT NULL DEFAULT 0,"
-    "  PRIMARY KEY (job_pk, src)) WITHOUT ROWID;"
+    "  PRIMARY KEY (job_pk, src), UNIQUE (job_pk, key)) WITHOUT ROWID;"
     "CREATE TABLE log_positions ("
     "  job_pk INTEGER NOT NULL REFERENCES jobs(pk) ON DELETE CASCADE,"
     "  source TEXT NOT NULL,"

@@ -20,6 +20,7 @@ enum {
     T_NAME_TAKEN,
     T_AUDIT_ADD,
     T_AUDIT_LIST,
+    T_REVOKE_JOB,
 };
 
 static const char *const sql[] = {
@@ -40,6 +41,7 @@ static const char *const sql[] = {
                      " AND job_pk IS NULL",
     [T_AUDIT_ADD] = "INSERT INTO audit (time, actor, action, target, detail, request_id)"
                     " VALUES (:time, :actor, :action, :target, :detail, :request_id)",
+    [T_REVOKE_JOB] = "UPDATE tokens SET revoked_at = :now WHERE job_pk = :pk AND revoked_at = 0",
     [T_AUDIT_LIST] = "SELECT pk, time, actor, action, target, detail, request_id FROM audit"
                      " WHERE (:target IS NULL OR target = :target) AND pk < :before"
                      " ORDER BY pk DESC LIMIT :limit",
@@ -196,6 +198,27 @@ int store_token_revoke(struct store *st, const char *id_or_name, int64_t now, st
 {
     struct revoke_op op = { id_or_name, now };
     return store_write_wait(st, apply_revoke, &op, err);
+}
+
+struct revoke_job_op {
+    int64_t pk, now;
+};
+
+static int apply_revoke_job(struct conn *c, void *arg, struct err *err)
+{
+    struct revoke_job_op *op = arg;
+    sqlite3_stmt *s = STMT(c, T_REVOKE_JOB, err);
+    if (!s)
+        return -1;
+    bind_int(s, ":pk", op->pk);
+    bind_int(s, ":now", op->now);
+    return sql_exec_stmt(c, s, err, "revoking worker tokens");
+}
+
+int store_tokens_revoke_job(struct store *st, int64_t job_pk, int64_t now, struct err *err)
+{
+    struct revoke_job_op op = { job_pk, now };
+    return store_write_wait(st, apply_revoke_job, &op, err);
 }
 
 int store_token_count_active(struct store *st, int64_t now, int64_t *count, struct err *err)

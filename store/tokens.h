@@ -41,6 +41,8 @@ int store_token_list(struct store *st, struct token ***out, size_t *n, struct er
 int store_token_revoke(struct store *st, const char *id_or_name, int64_t now, struct err *err);
 /* Number of active (unrevoked, unexpired) tokens of any kind but worker. */
 int store_token_count_active(struct store *st, int64_t now, int64_t *count, struct err *err);
+/* Revokes every worker token bound to a job (when the job ends). */
+int store_tokens_revoke_job(struct store *st, int64_t job_pk, int64_t now, struct err *err);
 /* Records a use in memory; store_tokens_flush() writes the latest times in one transaction. */
 void store_token_touch(struct store *st, int64_t pk, int64_t now);
 int store_tokens_flush(struct store *st, struct err *err);

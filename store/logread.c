@@ -1,0 +1,286 @@
+/*
+ * store/logread: reading a job's lines with filters, forward from a sequence number or
+ * backward for the last N. Blocks are skipped without being read when their rank set, time
+ * range or Bloom filter rules them out. Runs in one read transaction on the caller's
+ * connection.
+ */
+#include "server/core/xalloc.h"
+#include "store/internal.h"
+#include "store/logblock.h"
+#include "store/logs.h"
+
+enum {
+    R_FORWARD,
+    R_BACKWARD,
+    R_DATA,
+    R_SOURCES,
+};
+
+static const char *const sql[] = {
+    [R_FORWARD] = "SELECT id, first_seq, last_seq, first_time, last_time, rank_mask, bloom"
+                  " FROM log_blocks WHERE job_pk = :pk AND first_seq > :from"
+                  " AND last_seq > :after AND first_seq < :before ORDER BY first_seq",
+    [R_BACKWARD] = "SELECT id, first_seq, last_seq, first_time, last_time, rank_mask, bloom"
+                   " FROM log_blocks WHERE job_pk = :pk AND first_seq < :before"
+                   " AND last_seq > :after ORDER BY first_seq DESC",
+    [R_DATA] = "SELECT data FROM log_data WHERE block_id = :id",
+    [R_SOURCES] = "SELECT src, rank, pod, pid FROM log_sources WHERE job_pk = :pk",
+};
+
+#define STMT(c, i, err) stmt((c), MOD_LOG_READS, (i), sql[(i)], (err))
+
+struct source {
+    int rank, pid;
+    char *pod;
+};
+
+struct reader {
+    struct conn *c;
+    int64_t pk;
+    const struct log_query *q;
+    struct source *sources;
+    size_t nsources;
+    uint64_t rank_fold; /* the wanted ranks folded onto 64 bits, as blocks store them */
+    struct log_read_stats *stats;
+    struct buf scratch;
+    log_line_fn fn;
+    void *ctx;
+    int emitted;
+    /* backward reads keep the last q->tail matches (copied) */
+    struct log_line *ring;
+    struct buf *ring_text;
+    size_t ring_n, ring_head;
+};
+
+static int load_sources(struct reader *r, struct err *err)
+{
+    sqlite3_stmt *s = STMT(r->c, R_SOURCES, err);
+    if (!s)
+        return -1;
+    bind_int(s, ":pk", r->pk);
+    while (sqlite3_step(s) == SQLITE_ROW) {
+        size_t src = (size_t)col_int(s, 0);
+        if (src >= r->nsources) {
+            r->sources = xrealloc(r->sources, (src + 1) * sizeof(*r->sources));
+            memset(r->sources + r->nsources, 0, (src + 1 - r->nsources) * sizeof(*r->sources));
+            r->nsources = src + 1;
+        }
+        r->sources[src].rank = (int)col_int(s, 1);
+        r->sources[src].pod = col_text(s, 2)[0] ? xstrdup(col_text(s, 2)) : NULL;
+        r->sources[src].pid = (int)col_int(s, 3);
+    }
+    sqlite3_reset(s);
+    return 0;
+}
+
+static bool rank_wanted(const struct log_query *q, int rank)
+{
+    if (!q->ranks)
+        return true;
+    size_t w = (size_t)rank / 64;
+    return w < q->nranks_words && (q->ranks[w] >> (rank % 64)) & 1;
+}
+
+static bool line_wanted(const struct reader *r, const struct log_line *l)
+{
+    const struct log_query *q = r->q;
+    if (l->seq <= q->after || (q->before && l->seq >= q->before))
+        return false;
+    if (q->stream >= 0 && (l->flags & LOGF_STDERR) != q->stream)
+        return false;
+    if ((q->since && l->time < q->since) || (q->until && l->time >= q->until))
+        return false;
+    if (!rank_wanted(q, l->rank))
+        return false;
+    return !q->match || logmatch_line(q->match, l->text, l->len);
+}
+
+static bool block_wanted(const struct reader *r, sqlite3_stmt *s)
+{
+    const struct log_query *q = r->q;
+    if (q->ranks && !((uint64_t)col_int(s, 5) & r->rank_fold))
+        return false;
+    if ((q->since && col_int(s, 4) < q->since) || (q->until && col_int(s, 3) >= q->until))
+        return false;
+    if (q->match && sqlite3_column_type(s, 6) == SQLITE_BLOB &&
+        !logmatch_block(q->match, sqlite3_column_blob(s, 6), (size_t)sqlite3_column_bytes(s, 6)))
+        return false;
+    return true;
+}
+
+static int forward_line(void *ctx, struct log_line *l)
+{
+    struct reader *r = ctx;
+    r->stats->lines_scanned++;
+    if (l->src >= 0 && (size_t)l->src < r->nsources) {
+        l->rank = r->sources[l->src].rank;
+        l->pid = r->sources[l->src].pid;
+        l->pod = r->sources[l->src].pod;
+    }
+    if (r->q->before && l->seq >= r->q->before)
+        return 1;
+    if (!line_wanted(r, l))
+        return 0;
+    if (r->ring) {
+        /* Backward read: keep a copy in the ring of the last matches seen in this block. */
+        struct log_line *slot = &r->ring[r->ring_head];
+        buf_reset(&r->ring_text[r->ring_head]);
+        buf_append(&r->ring_text[r->ring_head], l->text, l->len);
+        *slot = *l;
+        slot->text = r->ring_text[r->ring_head].data;
+        r->ring_head = (r->ring_head + 1) % (size_t)r->q->tail;
+        if (r->ring_n < (size_t)r->q->tail)
+            r->ring_n++;
+        return 0;
+    }
+    r->emitted++;
+    if (r->fn(r->ctx, l))
+        return 1;
+    return r->q->limit && r->emitted >= r->q->limit;
+}
+
+static int read_block(struct reader *r, int64_t id, int64_t first_seq, int64_t first_time,
+                      struct err *err)
+{
+    sqlite3_stmt *d = STMT(r->c, R_DATA, err);
+    if (!d)
+        return -1;
+    bind_int(d, ":id", id);
+    int rc = 0;
+    if (sqlite3_step(d) == SQLITE_ROW) {
+        r->stats->blocks_read++;
+        rc = logblock_decode(sqlite3_column_blob(d, 0), (size_t)sqlite3_column_bytes(d, 0),
+                             first_seq, first_time, &r->scratch, forward_line, r, err);
+    }
+    sqlite3_reset(d);
+    return rc;
+}
+
+static int scan_forward(struct reader *r, struct err *err)
+{
+    sqlite3_stmt *s = STMT(r->c, R_FORWARD, err);
+    if (!s)
+        return -1;
+    bind_int(s, ":pk", r->pk);
+    bind_int(s, ":from", r->q->after - LOG_SEAL_LINES);
+    bind_int(s, ":after", r->q->after);
+    bind_int(s, ":before", r->q->before ? r->q->before : INT64_MAX);
+    int rc = 0;
+    while (rc == 0 && sqlite3_step(s) == SQLITE_ROW) {
+        if (!block_wanted(r, s)) {
+            r->stats->blocks_skipped++;
+            continue;
+        }
+        rc = read_block(r, col_int(s, 0), col_int(s, 1), col_int(s, 3), err);
+    }
+    sqlite3_reset(s);
+    return rc < 0 ? -1 : 0;
+}
+
+/* One block's last matches, oldest first, copied out of the ring. */
+struct chunk {
+    struct log_line *lines;
+    struct buf text;
+    size_t n;
+};
+
+static void take_ring(struct reader *r, struct chunk *ch)
+{
+    ch->lines = xmalloc((r->ring_n ? r->ring_n : 1) * sizeof(*ch->lines));
+    buf_init(&ch->text);
+    size_t tail = (size_t)r->q->tail;
+    size_t start = (r->ring_head + tail - r->ring_n) % tail;
+    for (size_t i = 0; i < r->ring_n; i++) {
+        size_t k = (start + i) % tail;
+        ch->lines[i] = r->ring[k];
+        ch->lines[i].text = (const char *)(uintptr_t)ch->text.len;
+        buf_append(&ch->text, r->ring[k].text, r->ring[k].len);
+    }
+    for (size_t i = 0; i < r->ring_n; i++)
+        ch->lines[i].text = buf_cstr(&ch->text) + (uintptr_t)ch->lines[i].text;
+    ch->n = r->ring_n;
+    r->ring_n = 0;
+    r->ring_head = 0;
+}
+
+/* Emits the last q->tail matches in seq order from chunks collected newest block first. */
+static void emit_chunks(struct reader *r, struct chunk *chunks, size_t nchunks, size_t total)
+{
+    size_t skip = total > (size_t)r->q->tail ? total - (size_t)r->q->tail : 0;
+    bool stop = false;
+    for (size_t c = nchunks; c-- > 0 && !stop;) {
+        for (size_t i = 0; i < chunks[c].n && !stop; i++) {
+            if (skip) {
+                skip--;
+                continue;
+            }
+            stop = r->fn(r->ctx, &chunks[c].lines[i]) != 0;
+        }
+    }
+}
+
+static int scan_backward(struct reader *r, struct err *err)
+{
+    sqlite3_stmt *s = STMT(r->c, R_BACKWARD, err);
+    if (!s)
+        return -1;
+    bind_int(s, ":pk", r->pk);
+    bind_int(s, ":before", r->q->before ? r->q->before : INT64_MAX);
+    bind_int(s, ":after", r->q->after);
+    size_t tail = (size_t)r->q->tail;
+    r->ring = xcalloc(tail, sizeof(*r->ring));
+    r->ring_text = xcalloc(tail, sizeof(*r->ring_text));
+    struct chunk *chunks = NULL;
+    size_t nchunks = 0, total = 0;
+    int rc = 0;
+    while (rc == 0 && total < tail && sqlite3_step(s) == SQLITE_ROW) {
+        if (!block_wanted(r, s)) {
+            r->stats->blocks_skipped++;
+            continue;
+        }
+        rc = read_block(r, col_int(s, 0), col_int(s, 1), col_int(s, 3), err);
+        chunks = xrealloc(chunks, (nchunks + 1) * sizeof(*chunks));
+        take_ring(r, &chunks[nchunks]);
+        total += chunks[nchunks++].n;
+    }
+    sqlite3_reset(s);
+    if (rc >= 0)
+        emit_chunks(r, chunks, nchunks, total);
+    for (size_t i = 0; i < nchunks; i++) {
+        free(chunks[i].lines);
+        buf_release(&chunks[i].text);
+    }
+    free(chunks);
+    for (size_t i = 0; i < tail; i++)
+        buf_release(&r->ring_text[i]);
+    free(r->ring_text);
+    free(r->ring);
+    return rc < 0 ? -1 : 0;
+}
+
+int store_logs_read(struct store *st, int64_t job_pk, const struct log_query *q, log_line_fn fn,
+                    void *ctx, struct log_read_stats *stats, struct err *err)
+{
+    struct log_read_stats ignored = { 0 };
+    struct reader r = { .pk = job_pk, .q = q, .fn = fn, .ctx = ctx,
+                        .stats = stats ? stats : &ignored };
+    r.c = store_reader(st, err);
+    if (!r.c)
+        return -1;
+    for (size_t w = 0; q->ranks && w < q->nranks_words; w++)
+        r.rank_fold |= q->ranks[w];
+    if (sql_exec(r.c, "BEGIN", err) < 0)
+        return -1;
+    int rc = load_sources(&r, err);
+    if (rc == 0)
+        rc = q->tail > 0 ? scan_backward(&r, err) : scan_forward(&r, err);
+    struct err ignore;
+    err_init(&ignore);
+    sql_exec(r.c, "COMMIT", &ignore);
+    err_release(&ignore);
+    for (size_t i = 0; i < r.nsources; i++)
+        free(r.sources[i].pod);
+    free(r.sources);
+    buf_release(&r.scratch);
+    return rc;
+}
