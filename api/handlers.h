@@ -25,6 +25,11 @@ void jobs_cancel(struct request *req, struct response *res);
 void jobs_resume(struct request *req, struct response *res);
 void jobs_events(struct request *req, struct response *res);
 
+/* api/logs.c, api/logsearch.c */
+void jobs_logs(struct request *req, struct response *res);
+void jobs_logs_search(struct request *req, struct response *res);
+void jobs_logs_download(struct request *req, struct response *res);
+
 /* api/tokens.c */
 void tokens_create(struct request *req, struct response *res);
 void tokens_list(struct request *req, struct response *res);

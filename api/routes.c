@@ -23,6 +23,10 @@ const struct route routes[] = {
     { HTTP_POST, "/v1/jobs/{id}/cancel", SCOPE_SUBMIT, "jobs_cancel", jobs_cancel },
     { HTTP_POST, "/v1/jobs/{id}/resume", SCOPE_SUBMIT, "jobs_resume", jobs_resume },
     { HTTP_GET, "/v1/jobs/{id}/events", SCOPE_READ, "jobs_events", jobs_events },
+    { HTTP_GET, "/v1/jobs/{id}/logs", SCOPE_READ, "jobs_logs", jobs_logs },
+    { HTTP_GET, "/v1/jobs/{id}/logs/search", SCOPE_READ, "jobs_logs_search", jobs_logs_search },
+    { HTTP_GET, "/v1/jobs/{id}/logs/download", SCOPE_READ, "jobs_logs_download",
+      jobs_logs_download },
     /* access */
     { HTTP_POST, "/v1/tokens", SCOPE_ADMIN, "tokens_create", tokens_create },
     { HTTP_GET, "/v1/tokens", SCOPE_ADMIN, "tokens_list", tokens_list },

@@ -112,6 +112,8 @@ static int forward_line(void *ctx, struct log_line *l)
 {
     struct reader *r = ctx;
     r->stats->lines_scanned++;
+    if (l->seq > r->stats->max_seq && (!r->q->before || l->seq < r->q->before))
+        r->stats->max_seq = l->seq;
     if (l->src >= 0 && (size_t)l->src < r->nsources) {
         l->rank = r->sources[l->src].rank;
         l->pid = r->sources[l->src].pid;

@@ -104,6 +104,7 @@ struct log_query {
 
 struct log_read_stats {
     int64_t blocks_read, blocks_skipped, lines_scanned;
+    int64_t max_seq; /* highest seq examined (matching or not): where a follower resumes */
 };
 
 /* Calls fn for each matching line in seq order; fn returns non-zero to stop. The line's text
