@@ -1,0 +1,122 @@
+# Shared helpers for integration tests: each test starts its own daemon on a free loopback port
+# with a temporary data directory, drives it with curl, and ends with "N passed, N failed".
+#
+#   source "$(dirname "$0")/lib.sh"
+#   ty_start [serve flags...]          # sets URL, TOKEN (admin), DATA, PID
+#   api GET /v1/jobs                   # curl with the admin token; body on stdout
+#   check "what" test-command...       # counts a pass or a failure
+#   ty_done                            # prints the summary, exits 0 or 1
+set -u
+TY_BUILD=${TY_BUILD:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../../build" && pwd)}
+TY_SRC=${TY_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+TRAINYARD="$TY_BUILD/trainyard"
+PASSED=0
+FAILED=0
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/trainyard-test.XXXXXX")
+PID=""
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+
+cleanup() {
+    [ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
+    # Ranks outlive a killed daemon on purpose; the test's own must not outlive the test.
+    pkill -f "trainyard shim --dir $WORK" 2>/dev/null
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+check() {
+    local what=$1
+    shift
+    if "$@" >/dev/null 2>&1; then
+        PASSED=$((PASSED + 1))
+    else
+        FAILED=$((FAILED + 1))
+        echo "FAIL: $what" >&2
+    fi
+}
+
+# check_eq WHAT EXPECTED ACTUAL
+check_eq() {
+    if [ "$2" = "$3" ]; then
+        PASSED=$((PASSED + 1))
+    else
+        FAILED=$((FAILED + 1))
+        echo "FAIL: $1: expected [$2], got [$3]" >&2
+    fi
+}
+
+ty_done() {
+    echo "$PASSED passed, $FAILED failed"
+    [ "$FAILED" -eq 0 ]
+    exit $?
+}
+
+# ty_start [flags]: starts the daemon (auth on, admin token given) and waits until it is ready.
+ty_start() {
+    DATA=${DATA:-$WORK/data}
+    TOKEN=${TOKEN:-ty_testadmintoken0123456789abcdefghij}
+    TRAINYARD_ADMIN_TOKEN=$TOKEN "$TRAINYARD" serve --listen 127.0.0.1:${PORT:-0} \
+        --data-dir "$DATA" --local-slots 8 --stop-grace 2s "$@" \
+        >"$WORK/daemon.out" 2>>"$WORK/daemon.err" &
+    PID=$!
+    for _ in $(seq 1 200); do
+        URL=$(grep -o 'http[s]*://[0-9.:]*' "$WORK/daemon.out" 2>/dev/null | head -1)
+        [ -n "$URL" ] && curl -sf "$URL/readyz" >/dev/null 2>&1 && return 0
+        kill -0 "$PID" 2>/dev/null || break
+        sleep 0.05
+    done
+    echo "daemon did not start:" >&2
+    cat "$WORK/daemon.err" >&2
+    exit 1
+}
+
+# ty_restart_kill9: kill -9 the daemon and start it again on the same port and data.
+ty_kill9() {
+    kill -9 "$PID"
+    wait "$PID" 2>/dev/null
+    PID=""
+}
+
+ty_restart() {
+    PORT=${URL##*:}
+    : >"$WORK/daemon.out"
+    ty_start "$@"
+}
+
+api() {
+    local method=$1 path=$2
+    shift 2
+    curl -s -X "$method" -H "Authorization: Bearer $TOKEN" "$@" "$URL$path"
+}
+
+# status METHOD PATH [curl args]: prints the HTTP status only.
+status() {
+    local method=$1 path=$2
+    shift 2
+    curl -s -o /dev/null -w '%{http_code}' -X "$method" -H "Authorization: Bearer $TOKEN" "$@" "$URL$path"
+}
+
+submit() {
+    api POST /v1/jobs -H 'Content-Type: application/json' -d "$1"
+}
+
+# wait_state ID STATE [seconds]: waits until the job reaches STATE.
+wait_state() {
+    local id=$1 want=$2 limit=${3:-30} state=""
+    for _ in $(seq 1 $((limit * 10))); do
+        state=$(api GET "/v1/jobs/$id" | jq -r .state)
+        [ "$state" = "$want" ] && return 0
+        sleep 0.1
+    done
+    echo "job $id is $state, not $want" >&2
+    return 1
+}
+
+# wait_logs_complete ID: waits until every line of a finished job is stored.
+wait_logs_complete() {
+    for _ in $(seq 1 100); do
+        api GET "/v1/jobs/$1/logs?limit=1" -D - -o /dev/null | grep -qi 'Trainyard-Log-Complete: true' && return 0
+        sleep 0.1
+    done
+    return 1
+}
