@@ -280,7 +280,8 @@ static int64_t store_lines(struct conn *c, struct log_append *a, int64_t unseale
             ls.lines[i].text = buf_cstr(&ls.text) + (uintptr_t)ls.lines[i].text;
         size_t total = ls.n + a->n;
         struct log_line *all = xmalloc(total * sizeof(*all));
-        memcpy(all, ls.lines, ls.n * sizeof(*all));
+        if (ls.n)
+            memcpy(all, ls.lines, ls.n * sizeof(*all));
         memcpy(all + ls.n, a->lines, a->n * sizeof(*all));
         rc = write_blocks(c, a->job_pk, all, total, false, err);
         free(all);

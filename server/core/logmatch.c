@@ -135,7 +135,31 @@ static const char *find_word(const char *text, size_t len, const char *w)
     return NULL;
 }
 
+static bool match_plain(const struct logmatch *m, const char *text, size_t len);
+
+/* Colour codes glue to words ("\e[31mred"): lines holding them are matched without them. */
 bool logmatch_line(const struct logmatch *m, const char *text, size_t len)
+{
+    if (!memchr(text, 0x1b, len))
+        return match_plain(m, text, len);
+    char stack[1024];
+    char *plain = len <= sizeof(stack) ? stack : xmalloc(len);
+    size_t n = 0;
+    for (size_t i = 0; i < len;) {
+        size_t esc = words_ansi_len(text + i, len - i);
+        if (esc) {
+            i += esc;
+            continue;
+        }
+        plain[n++] = text[i++];
+    }
+    bool ok = match_plain(m, plain, n);
+    if (plain != stack)
+        free(plain);
+    return ok;
+}
+
+static bool match_plain(const struct logmatch *m, const char *text, size_t len)
 {
     for (size_t i = 0; i < m->nwords; i++)
         if (!find_word(text, len, m->words[i]))

@@ -8,13 +8,33 @@ static bool word_char(unsigned char c)
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
 
+size_t words_ansi_len(const char *s, size_t len)
+{
+    if (len < 2 || s[0] != 0x1b)
+        return 0;
+    size_t i = 2;
+    if (s[1] == '[') {
+        while (i < len && !((unsigned char)s[i] >= 0x40 && (unsigned char)s[i] <= 0x7e))
+            i++;
+        return i < len ? i + 1 : len;
+    }
+    if (s[1] == ']') {
+        while (i < len && s[i] != 0x07 && !(s[i] == 0x1b && i + 1 < len && s[i + 1] == '\\'))
+            i++;
+        return i >= len ? len : s[i] == 0x07 ? i + 1 : i + 2;
+    }
+    return 2;
+}
+
 void words_each(const char *text, size_t len, void (*fn)(void *ctx, const char *w, size_t n),
                 void *ctx)
 {
     size_t i = 0;
     while (i < len) {
-        while (i < len && !word_char((unsigned char)text[i]))
-            i++;
+        while (i < len && !word_char((unsigned char)text[i])) {
+            size_t esc = words_ansi_len(text + i, len - i);
+            i += esc ? esc : 1;
+        }
         size_t start = i;
         while (i < len && word_char((unsigned char)text[i]))
             i++;

@@ -15,7 +15,9 @@
 
 #include "server/core/buf.h"
 
-/* Calls fn for each word of text (start, length). */
+/* Length of the ANSI escape sequence at s (CSI "\e[...m" or OSC "\e]...\a"), 0 if none. */
+size_t words_ansi_len(const char *s, size_t len);
+/* Calls fn for each word of text (start, length); ANSI escape sequences separate words. */
 void words_each(const char *text, size_t len, void (*fn)(void *ctx, const char *w, size_t n),
                 void *ctx);
 /* Case-insensitive 64-bit hash of a word. */

@@ -52,11 +52,13 @@ ty_done() {
 }
 
 # ty_start [flags]: starts the daemon (auth on, admin token given) and waits until it is ready.
+TY_FLAGS=()
 ty_start() {
+    [ $# -gt 0 ] && TY_FLAGS=("$@")
     DATA=${DATA:-$WORK/data}
     TOKEN=${TOKEN:-ty_testadmintoken0123456789abcdefghij}
     TRAINYARD_ADMIN_TOKEN=$TOKEN "$TRAINYARD" serve --listen 127.0.0.1:${PORT:-0} \
-        --data-dir "$DATA" --local-slots 8 --stop-grace 2s "$@" \
+        --data-dir "$DATA" --local-slots 8 --stop-grace 2s "${TY_FLAGS[@]}" \
         >"$WORK/daemon.out" 2>>"$WORK/daemon.err" &
     PID=$!
     for _ in $(seq 1 200); do
@@ -70,7 +72,7 @@ ty_start() {
     exit 1
 }
 
-# ty_restart_kill9: kill -9 the daemon and start it again on the same port and data.
+# ty_kill9: kill -9 the daemon; ty_restart starts it again on the same port, data and flags.
 ty_kill9() {
     kill -9 "$PID"
     wait "$PID" 2>/dev/null
