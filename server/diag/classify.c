@@ -1,0 +1,311 @@
+/*
+ * classify: the per-line matcher over the pattern table, and the small text helpers (detail
+ * extraction, summary templates) that go with it.
+ *
+ * Prefilter: every anchor contributes the case-folded first four bytes of itself to a 64 Ki-bit
+ * bitmap (indexed by a multiplicative hash) and to a sorted key array. The scan folds each
+ * 4-byte window of the line (OR 0x20 per byte: ASCII letters lose their case, other bytes may
+ * collide, which only costs a verification), tests one bit, and only on a hit looks the key up
+ * and compares the anchors that start with it. The lowest table index wins.
+ *
+ * Pure functions over const tables; the tables are built once under pthread_once.
+ */
+#include "server/diag/classify.h"
+
+#include <ctype.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/core/utf8.h"
+
+#define MAX_SLOTS 256
+
+struct slot {
+    uint32_t key;
+    uint16_t pat;
+};
+
+static uint64_t bits[65536 / 64];
+static struct slot slots[MAX_SLOTS];
+static size_t nslots;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static inline uint32_t fold4(const char *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v | 0x20202020u;
+}
+
+static inline uint32_t hash16(uint32_t key)
+{
+    return (key * 0x9E3779B1u) >> 16;
+}
+
+static int slot_cmp(const void *a, const void *b)
+{
+    const struct slot *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return (int)x->pat - (int)y->pat;
+}
+
+static void build(void)
+{
+    size_t n;
+    const struct diag_pattern *t = patterns_table(&n);
+    for (size_t i = 0; i < n && nslots < MAX_SLOTS; i++) {
+        if (strlen(t[i].anchor) < 4)
+            abort(); /* a table bug; the unit test names the row */
+        uint32_t key = fold4(t[i].anchor);
+        uint32_t h = hash16(key);
+        bits[h >> 6] |= 1ull << (h & 63);
+        slots[nslots].key = key;
+        slots[nslots].pat = (uint16_t)i;
+        nslots++;
+    }
+    qsort(slots, nslots, sizeof(slots[0]), slot_cmp);
+}
+
+static bool same(const char *a, const char *b, size_t n, bool nocase)
+{
+    if (!nocase)
+        return memcmp(a, b, n) == 0;
+    for (size_t i = 0; i < n; i++)
+        if (tolower((unsigned char)a[i]) != tolower((unsigned char)b[i]))
+            return false;
+    return true;
+}
+
+const char *classify_find(const char *hay, size_t n, const char *needle, size_t m, bool nocase)
+{
+    if (m == 0)
+        return hay;
+    if (!nocase)
+        return memmem(hay, n, needle, m);
+    for (size_t i = 0; i + m <= n; i++)
+        if (same(hay + i, needle, m, true))
+            return hay + i;
+    return NULL;
+}
+
+/* Does pattern p match text with its anchor at offset i? */
+static bool verify(const struct diag_pattern *p, const char *text, size_t len, size_t i)
+{
+    bool nocase = p->flags & PAT_NOCASE;
+    size_t m = strlen(p->anchor);
+    if (i + m > len || !same(text + i, p->anchor, m, nocase))
+        return false;
+    if (p->flags & PAT_WHOLE) {
+        size_t s = 0, e = len;
+        while (s < e && isspace((unsigned char)text[s]))
+            s++;
+        while (e > s && isspace((unsigned char)text[e - 1]))
+            e--;
+        if (s != i || e - s != m)
+            return false;
+    }
+    if (p->also && !classify_find(text, len, p->also, strlen(p->also), nocase))
+        return false;
+    return true;
+}
+
+/* First slot with this key, or nslots. */
+static size_t lookup(uint32_t key)
+{
+    size_t lo = 0, hi = nslots;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (slots[mid].key < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+const struct diag_pattern *classify_line(const char *text, size_t len, size_t *at)
+{
+    pthread_once(&once, build);
+    size_t n;
+    const struct diag_pattern *t = patterns_table(&n);
+    size_t best = SIZE_MAX, best_at = 0;
+    if (len > CLASSIFY_SCAN_MAX)
+        len = CLASSIFY_SCAN_MAX;
+    for (size_t i = 0; i + 4 <= len; i++) {
+        uint32_t key = fold4(text + i);
+        uint32_t h = hash16(key);
+        if (!((bits[h >> 6] >> (h & 63)) & 1))
+            continue;
+        for (size_t s = lookup(key); s < nslots && slots[s].key == key; s++) {
+            size_t pi = slots[s].pat;
+            if (pi < best && verify(&t[pi], text, len, i)) {
+                best = pi;
+                best_at = i;
+            }
+        }
+    }
+    if (best == SIZE_MAX)
+        return NULL;
+    if (at)
+        *at = best_at;
+    return &t[best];
+}
+
+size_t classify_clean(char *out, size_t cap, const char *s, size_t n)
+{
+    size_t o = 0;
+    if (cap == 0)
+        return 0;
+    while (n > 0 && isspace((unsigned char)*s)) {
+        s++;
+        n--;
+    }
+    for (size_t i = 0; i < n;) {
+        unsigned char c = (unsigned char)s[i];
+        size_t k = c < 0x80 ? 1 : utf8_valid_prefix(s + i, n - i);
+        if (o + (k ? k : 1) >= cap)
+            break;
+        if (k == 0) {
+            out[o++] = '?';
+            i++;
+        } else if (k == 1) {
+            out[o++] = (c < 0x20 || c == 0x7f) ? ' ' : (char)c;
+            i++;
+        } else {
+            memcpy(out + o, s + i, k);
+            o += k;
+            i += k;
+        }
+    }
+    while (o > 0 && out[o - 1] == ' ')
+        o--;
+    out[o] = '\0';
+    return o;
+}
+
+/* Where the detail ends: the first `until` literal after start, else the end of the line. */
+static size_t detail_end(const struct diag_pattern *p, const char *text, size_t len, size_t start)
+{
+    size_t end = len;
+    const char *u = p->until;
+    while (u && *u) {
+        const char *bar = strchr(u, '|');
+        size_t m = bar ? (size_t)(bar - u) : strlen(u);
+        if (m > 0 && !(m == 1 && *u == '\n')) {
+            const char *f = classify_find(text + start, end - start, u, m, false);
+            if (f)
+                end = (size_t)(f - text);
+        }
+        u = bar ? bar + 1 : NULL;
+    }
+    for (size_t i = start; i < end; i++)
+        if (text[i] == '\r' || text[i] == '\n')
+            return i;
+    return end;
+}
+
+size_t classify_detail(const struct diag_pattern *p, const char *text, size_t len, size_t at,
+                       char *out, size_t cap)
+{
+    if (cap)
+        out[0] = '\0';
+    if (!p->after || cap == 0)
+        return 0;
+    bool nocase = p->flags & PAT_NOCASE;
+    size_t m = strlen(p->after);
+    if (at > len)
+        at = len;
+    const char *f = classify_find(text + at, len - at, p->after, m, nocase);
+    if (!f)
+        f = classify_find(text, len, p->after, m, nocase);
+    if (!f)
+        return 0;
+    size_t start = (size_t)(f - text) + m;
+    size_t end = detail_end(p, text, len, start);
+    if (end - start > CLASSIFY_DETAIL_MAX)
+        end = start + CLASSIFY_DETAIL_MAX;
+    return classify_clean(out, cap, text + start, end - start);
+}
+
+bool classify_num(const struct diag_pattern *p, const char *text, size_t len, size_t at, long *out)
+{
+    if (!p->num) {
+        *out = p->code;
+        return p->code != 0;
+    }
+    if (at > len)
+        at = len;
+    size_t m = strlen(p->num);
+    const char *f = classify_find(text + at, len - at, p->num, m, false);
+    if (!f)
+        return false;
+    const char *s = f + m, *e = text + len;
+    bool neg = s < e && *s == '-';
+    if (neg)
+        s++;
+    if (s >= e || !isdigit((unsigned char)*s))
+        return false;
+    long v = 0;
+    for (; s < e && isdigit((unsigned char)*s) && v < 100000000000L; s++)
+        v = v * 10 + (*s - '0');
+    *out = neg ? -v : v;
+    return true;
+}
+
+static const char *var(const struct classify_vars *v, const char *name, size_t n)
+{
+    static const char *const names[] = { "who", "node", "detail", "num", "text" };
+    const char *vals[] = { v->who, v->node, v->detail, v->num, v->text };
+    for (size_t i = 0; i < 5; i++)
+        if (strlen(names[i]) == n && memcmp(names[i], name, n) == 0)
+            return vals[i] ? vals[i] : "";
+    return "";
+}
+
+/* Expands tmpl[0..n) into out at *o; returns false when a placeholder was empty. */
+static bool expand(const char *tmpl, size_t n, const struct classify_vars *v, char *out, size_t cap,
+                   size_t *o)
+{
+    bool full = true;
+    for (size_t i = 0; i < n; i++) {
+        const char *s = tmpl + i;
+        size_t k = 1;
+        if (*s == '{') {
+            const char *close = memchr(s, '}', n - i);
+            if (close) {
+                s = var(v, tmpl + i + 1, (size_t)(close - tmpl - i - 1));
+                k = strlen(s);
+                full = full && k > 0;
+                i = (size_t)(close - tmpl);
+            }
+        }
+        for (size_t j = 0; j < k && *o + 1 < cap; j++)
+            out[(*o)++] = s[j];
+    }
+    return full;
+}
+
+void classify_render(const char *tmpl, const struct classify_vars *v, char *out, size_t cap)
+{
+    size_t o = 0;
+    if (cap == 0)
+        return;
+    while (tmpl && *tmpl) {
+        const char *open = strchr(tmpl, '[');
+        size_t lit = open ? (size_t)(open - tmpl) : strlen(tmpl);
+        expand(tmpl, lit, v, out, cap, &o);
+        if (!open)
+            break;
+        const char *close = strchr(open, ']');
+        if (!close)
+            break;
+        size_t mark = o;
+        if (!expand(open + 1, (size_t)(close - open - 1), v, out, cap, &o))
+            o = mark; /* an empty placeholder drops the whole optional part */
+        tmpl = close + 1;
+    }
+    out[o] = '\0';
+}
