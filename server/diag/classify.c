@@ -163,11 +163,14 @@ size_t classify_clean(char *out, size_t cap, const char *s, size_t n)
         s++;
         n--;
     }
+    bool cut = false;
     for (size_t i = 0; i < n;) {
         unsigned char c = (unsigned char)s[i];
         size_t k = c < 0x80 ? 1 : utf8_valid_prefix(s + i, n - i);
-        if (o + (k ? k : 1) >= cap)
+        if (o + (k ? k : 1) >= cap) {
+            cut = true;
             break;
+        }
         if (k == 0) {
             out[o++] = '?';
             i++;
@@ -179,6 +182,14 @@ size_t classify_clean(char *out, size_t cap, const char *s, size_t n)
             o += k;
             i += k;
         }
+    }
+    if (cut && cap > 8) { /* show that text was cut: "..." on a character boundary */
+        size_t end = o;   /* out[end] is where the next character would have started */
+        o = o + 4 > cap ? cap - 4 : o;
+        while (o > 0 && o < end && ((unsigned char)out[o] & 0xC0) == 0x80)
+            o--;
+        memcpy(out + o, "...", 3);
+        o += 3;
     }
     while (o > 0 && out[o - 1] == ' ')
         o--;

@@ -123,6 +123,13 @@ bool diag_rank_started(const struct diag *d, int rank)
     return (size_t)rank < d->nri && d->ri[rank].started;
 }
 
+int diag_who(const struct diag *d, int rank, int prank)
+{
+    if (prank >= 0 || rank < 0)
+        return prank >= 0 ? prank : -1;
+    return (size_t)rank >= d->nri || d->ri[rank].nprank == 0 ? rank : -1;
+}
+
 const char *diag_finding_node(const struct diag *d, const struct finding *f)
 {
     if (f->node)
@@ -181,8 +188,13 @@ static struct stream *stream_get(struct diag *d, int rank, int prank)
     d->streams[d->nstreams] = (struct stream){ rank, prank, NULL };
     d->shash[h] = ++d->nstreams;
     d->last_stream = d->nstreams;
-    if (prank >= 0)
-        d->prefixed = true;
+    struct rank_info *ri = prank >= 0 ? rank_info(d, rank) : NULL;
+    if (ri && ri->nprank == 0) {
+        ri->nprank = 1;
+        ri->prank = prank;
+    } else if (ri && ri->prank != prank) {
+        ri->nprank = 2;
+    }
     return &d->streams[d->nstreams - 1];
 }
 
@@ -233,7 +245,11 @@ static struct finding *record(struct diag *d, struct finding *f, int64_t seq)
 {
     for (size_t i = d->nf; i-- > 0;) {
         struct finding *g = &d->f[i];
-        if (g->rank != f->rank || g->prank != f->prank || strcmp(g->id, f->id) != 0)
+        /* One Xid is often logged twice ("NVRM: Xid ...: 79" and "GPU has fallen off the
+         * bus"): the code identifies it, not the wording. */
+        bool same = strcmp(g->id, f->id) == 0 ||
+                    (g->kind == DIAG_XID && f->kind == DIAG_XID && g->num == f->num);
+        if (g->rank != f->rank || g->prank != f->prank || !same)
             continue;
         g->count++;
         g->last_time_ns = f->time_ns;
@@ -326,12 +342,21 @@ static void from_pattern(struct finding *f, const struct diag_pattern *p, const 
     }
 }
 
+/* Kinds whose generic summary reads well with the matched phrase as its detail. */
+static bool anchor_as_detail(enum diag_kind k)
+{
+    return k == DIAG_NCCL_ERROR || k == DIAG_NCCL_TIMEOUT || k == DIAG_CUDA_ERROR ||
+           k == DIAG_RENDEZVOUS || k == DIAG_TERMINATED;
+}
+
 static void add_log(struct diag *d, const struct stream *st, const struct diag_line *ln,
                     const struct diag_pattern *p, const char *t, size_t n, size_t at)
 {
     struct finding f;
     init_finding(&f, p->id, p->kind, p->role, SRC_LOG);
     from_pattern(&f, p, t, n, at);
+    if (!f.detail[0] && !p->after && !p->summary && anchor_as_detail(p->kind))
+        classify_clean(f.detail, sizeof(f.detail), t + at, strlen(p->anchor));
     f.rank = st->rank;
     f.prank = st->prank;
     if (f.prank < 0 && (p->flags & PAT_RANKMARK))
@@ -388,6 +413,8 @@ static void add_exception(struct diag *d, const struct stream *st, const struct 
     if (g && g->nevidence < DIAG_EVIDENCE_MAX &&
         (g->nevidence == 0 || g->evidence[g->nevidence - 1] != ln->seq))
         g->evidence[g->nevidence++] = ln->seq;
+    if (g && ln->seq > g->last_seq)
+        g->last_seq = ln->seq;
 }
 
 static void add_torchrun(struct diag *d, const struct stream *st, const struct diag_line *ln)

@@ -51,6 +51,8 @@ struct stream {
 struct rank_info {
     char *pod, *node;
     bool started; /* printed at least one line */
+    int nprank;   /* distinct torchrun-prefixed process ranks in its log: 0, 1, 2 (many) */
+    int prank;    /* the first of them */
 };
 
 struct diag {
@@ -66,13 +68,17 @@ struct diag {
     size_t last_stream; /* index + 1 of the stream of the previous line */
     struct rank_info *ri;
     size_t nri;
-    bool prefixed; /* some lines carried a torchrun "[rankN]:" prefix */
 };
 
-/* Display rank of a finding: the process rank when known. */
-static inline int finding_who(const struct finding *f)
+/* The rank a person means for a line of trainyard rank `rank` with process-rank prefix
+ * `prank` (-1: none): the prefix; else the rank itself when its log never carries prefixes;
+ * -1 for the unprefixed lines of a rank whose log does (a pod running torchrun: its index is
+ * not a process rank) and for the job itself. */
+int diag_who(const struct diag *d, int rank, int prank);
+
+static inline int finding_who(const struct diag *d, const struct finding *f)
 {
-    return f->prank >= 0 ? f->prank : f->rank;
+    return diag_who(d, f->rank, f->prank);
 }
 
 /* Node of a finding: its own, else where its rank runs. May be NULL. */

@@ -40,9 +40,11 @@ static bool before(const struct finding *a, const struct finding *b)
     return first_seq(a) < first_seq(b);
 }
 
-static bool same_unit(const struct finding *a, const struct finding *b)
+/* Same process, or the pod-level lines (launcher, kernel messages) of the same pod. */
+static bool same_unit(const struct diag *d, const struct finding *a, const struct finding *b)
 {
-    return a->rank == b->rank && finding_who(a) == finding_who(b);
+    int wa = finding_who(d, a), wb = finding_who(d, b);
+    return a->rank == b->rank && (wa == wb || wa < 0 || wb < 0);
 }
 
 /* A symptom (exit 1, SIGABRT) on a rank whose logs already show a cause or a consequence is
@@ -106,19 +108,22 @@ static bool is_nccl(const struct finding *f)
     return f->kind == DIAG_NCCL_TIMEOUT || f->kind == DIAG_NCCL_ERROR;
 }
 
-static const struct finding *choose_cause(const struct diag *d)
+/* *first gets the finding that started the chosen burst (its rank is the one to name when
+ * the most specific cause is a pod-level line). */
+static const struct finding *choose_cause(const struct diag *d, const struct finding **anchor)
 {
     const struct finding *first = earliest(d, DIAG_CAUSE, NULL);
+    *anchor = first;
     if (!first)
         return NULL;
     const struct finding *infra = earliest(d, DIAG_CAUSE, is_infra);
     if (infra && ftime(infra) <= add_sat(ftime(first), d->opt.cascade_ns))
-        first = infra;
+        first = *anchor = infra;
     const struct finding *best = first;
     int64_t until = add_sat(ftime(first), d->opt.burst_ns);
     for (size_t i = 0; i < d->nf; i++) {
         const struct finding *f = &d->f[i];
-        if (eligible(d, f, DIAG_CAUSE) && same_unit(f, first) && ftime(f) >= ftime(first) &&
+        if (eligible(d, f, DIAG_CAUSE) && same_unit(d, f, first) && ftime(f) >= ftime(first) &&
             ftime(f) <= until &&
             patterns_kind(f->kind)->priority > patterns_kind(best->kind)->priority)
             best = f;
@@ -126,9 +131,9 @@ static const struct finding *choose_cause(const struct diag *d)
     return best;
 }
 
-static const struct finding *choose(const struct diag *d)
+static const struct finding *choose(const struct diag *d, const struct finding **anchor)
 {
-    const struct finding *f = choose_cause(d);
+    const struct finding *f = choose_cause(d, anchor);
     if (!f)
         f = earliest(d, DIAG_SYMPTOM, is_root);
     if (!f)
@@ -139,6 +144,8 @@ static const struct finding *choose(const struct diag *d)
         f = earliest(d, DIAG_CONSEQUENCE, is_nccl);
     if (!f)
         f = earliest(d, DIAG_CONSEQUENCE, NULL);
+    if (!*anchor)
+        *anchor = f;
     return f;
 }
 
@@ -156,23 +163,21 @@ static void add_rank(int *v, size_t *n, int r)
     (*n)++;
 }
 
-/* The ranks a job has, as a person counts them: process ranks when torchrun prefixes are seen,
- * else trainyard ranks. Returns a calloc'ed flag array of *n entries. */
+/* The ranks a job has, as a person counts them (diag_who of every stream, or 0..world_size-1
+ * when known). Returns a calloc'ed flag array of *n entries. */
 static bool *universe(const struct diag *d, size_t *n)
 {
     size_t max = d->opt.world_size > 0 ? (size_t)d->opt.world_size : 0;
     for (size_t i = 0; i < d->nstreams && !d->opt.world_size; i++) {
-        int u = d->prefixed ? d->streams[i].prank : d->streams[i].rank;
+        int u = diag_who(d, d->streams[i].rank, d->streams[i].prank);
         if (u >= 0 && (size_t)u + 1 > max)
             max = (size_t)u + 1;
     }
-    if (!d->prefixed && !d->opt.world_size && d->nri > max)
-        max = d->nri;
     bool *in = xcalloc(max + 1, sizeof(bool));
-    for (size_t i = 0; i < max; i++)
-        in[i] = d->opt.world_size > 0 || (!d->prefixed && i < d->nri && d->ri[i].started);
+    for (size_t i = 0; i < max && d->opt.world_size > 0; i++)
+        in[i] = true;
     for (size_t i = 0; i < d->nstreams && !d->opt.world_size; i++) {
-        int u = d->prefixed ? d->streams[i].prank : d->streams[i].rank;
+        int u = diag_who(d, d->streams[i].rank, d->streams[i].prank);
         if (u >= 0)
             in[u] = true;
     }
@@ -191,7 +196,7 @@ static void suspects(const struct diag *d, const struct finding *best, struct di
     bool have_num = false;
     for (size_t i = 0; i < d->nf; i++) {
         const struct finding *f = &d->f[i];
-        int u = finding_who(f);
+        int u = finding_who(d, f);
         if (f->kind != best->kind || f->role != DIAG_CONSEQUENCE || u < 0 || (size_t)u >= n)
             continue;
         rep[u] = true;
@@ -211,22 +216,20 @@ static void suspects(const struct diag *d, const struct finding *best, struct di
     if (s->nsuspects == 0 && best->kind == DIAG_NCCL_TIMEOUT && have_num && lo < hi)
         for (size_t i = 0; i < d->nf; i++)
             if (d->f[i].kind == DIAG_NCCL_TIMEOUT && d->f[i].has_num && d->f[i].num == lo)
-                add_rank(s->suspects, &s->nsuspects, finding_who(&d->f[i]));
+                add_rank(s->suspects, &s->nsuspects, finding_who(d, &d->f[i]));
     free(in);
     free(rep);
 }
 
-/* Node of a rank as a person counts it (a process rank is found through its stream). */
+/* Node of a rank as a person counts it (found through a stream that carries it). */
 static const char *unit_node(const struct diag *d, int u)
 {
-    int rank = u;
-    if (d->prefixed) {
-        rank = -1;
-        for (size_t i = 0; i < d->nstreams && rank < 0; i++)
-            if (d->streams[i].prank == u)
-                rank = d->streams[i].rank;
+    for (size_t i = 0; i < d->nstreams; i++) {
+        const struct stream *st = &d->streams[i];
+        if (diag_who(d, st->rank, st->prank) == u && st->rank >= 0 && (size_t)st->rank < d->nri)
+            return d->ri[st->rank].node;
     }
-    return rank >= 0 && (size_t)rank < d->nri ? d->ri[rank].node : NULL;
+    return u >= 0 && (size_t)u < d->nri ? d->ri[u].node : NULL;
 }
 
 static void list_ranks(char *out, size_t cap, const int *v, size_t n)
@@ -239,17 +242,19 @@ static void list_ranks(char *out, size_t cap, const int *v, size_t n)
 
 static void suspect_text(const struct finding *best, struct diag_summary *s)
 {
-    char who[200], node[160] = "";
+    char who[200], node[160] = "", what[CLASSIFY_DETAIL_MAX + 40] = "";
     list_ranks(who, sizeof(who), s->suspects, s->nsuspects);
     if (s->node)
         snprintf(node, sizeof(node), " on node %s", s->node);
+    if (best->detail[0] && best->has_num)
+        snprintf(what, sizeof(what), " (%s #%ld)", best->detail, best->num);
+    else if (best->detail[0])
+        snprintf(what, sizeof(what), " (%s)", best->detail);
     const char *plural = s->nsuspects > 1 ? "s" : "";
     if (best->kind == DIAG_NCCL_TIMEOUT)
         snprintf(s->text, sizeof(s->text),
-                 "NCCL collective timed out on %zu rank%s%s%s%s; rank%s %s %s and probably "
-                 "hung%s",
-                 s->nranks, s->nranks > 1 ? "s" : "", best->detail[0] ? " (" : "", best->detail,
-                 best->detail[0] ? ")" : "", plural, who,
+                 "NCCL collective timed out on %zu rank%s%s; rank%s %s %s and probably hung%s",
+                 s->nranks, s->nranks > 1 ? "s" : "", what, plural, who,
                  s->nsuspects > 1 ? "were behind or silent" : "was behind or silent", node);
     else
         snprintf(s->text, sizeof(s->text),
@@ -258,22 +263,34 @@ static void suspect_text(const struct finding *best, struct diag_summary *s)
                  s->nranks, s->nranks > 1 ? "s" : "", plural, who, node);
 }
 
-void diag_finding_text(const struct diag *d, const struct finding *f, char *out, size_t cap)
+/* Renders f's summary naming display rank `rank` (-1: the pod or the job). */
+static void render(const struct diag *d, const struct finding *f, int rank, char *out, size_t cap)
 {
-    char who[32] = "the job", num[32] = "";
-    if (finding_who(f) >= 0)
-        snprintf(who, sizeof(who), "rank %d", finding_who(f));
+    char who[160] = "the job", num[32] = "";
+    const char *pod = diag_finding_pod(d, f);
+    if (rank >= 0)
+        snprintf(who, sizeof(who), "rank %d", rank);
+    else if (f->rank >= 0 && pod)
+        snprintf(who, sizeof(who), "pod %s", pod);
+    else if (f->rank >= 0)
+        snprintf(who, sizeof(who), "replica %d", f->rank);
     if (f->has_num)
         snprintf(num, sizeof(num), "%ld", f->num);
     struct classify_vars v = { who, diag_finding_node(d, f), f->detail, num, f->text };
     classify_render(f->tmpl ? f->tmpl : patterns_kind(f->kind)->summary, &v, out, cap);
 }
 
+void diag_finding_text(const struct diag *d, const struct finding *f, char *out, size_t cap)
+{
+    render(d, f, finding_who(d, f), out, cap);
+}
+
 void diag_summarize(struct diag *d, struct diag_summary *s)
 {
     memset(s, 0, sizeof(*s));
     s->rank = s->log_rank = -1;
-    const struct finding *best = choose(d);
+    const struct finding *anchor = NULL;
+    const struct finding *best = choose(d, &anchor);
     if (!best)
         return;
     s->found = true;
@@ -281,7 +298,7 @@ void diag_summarize(struct diag *d, struct diag_summary *s)
     s->role = best->role;
     s->retry = best->retry;
     s->node_fault = best->node_fault;
-    s->rank = finding_who(best);
+    s->rank = finding_who(d, best) >= 0 ? finding_who(d, best) : finding_who(d, anchor);
     s->log_rank = best->rank;
     s->node = diag_finding_node(d, best);
     s->pod = diag_finding_pod(d, best);
@@ -294,7 +311,7 @@ void diag_summarize(struct diag *d, struct diag_summary *s)
     s->signal = best->signal;
     for (size_t i = 0; i < d->nf; i++)
         if (d->f[i].kind == best->kind && eligible(d, &d->f[i], best->role))
-            add_rank(s->ranks, &s->nranks, finding_who(&d->f[i]));
+            add_rank(s->ranks, &s->nranks, finding_who(d, &d->f[i]));
     if (best->role == DIAG_CONSEQUENCE && is_nccl(best))
         suspects(d, best, s);
     if (s->nsuspects > 0) {
@@ -302,7 +319,7 @@ void diag_summarize(struct diag *d, struct diag_summary *s)
         s->node = unit_node(d, s->rank);
         suspect_text(best, s);
     } else {
-        diag_finding_text(d, best, s->text, sizeof(s->text));
+        render(d, best, s->rank, s->text, sizeof(s->text));
     }
 }
 
@@ -411,7 +428,7 @@ static json_t *finding_json(const struct diag *d, const struct finding *f)
     json_object_set_new(o, "node_fault", json_boolean(f->node_fault));
     json_object_set_new(o, "pattern", json_string(f->id));
     json_object_set_new(o, "source", json_string(source_name(f->source)));
-    json_object_set_new(o, "rank", rank_json(finding_who(f)));
+    json_object_set_new(o, "rank", rank_json(finding_who(d, f)));
     json_object_set_new(o, "log_rank", rank_json(f->rank));
     json_object_set_new(o, "node", text_json(diag_finding_node(d, f)));
     json_object_set_new(o, "pod", text_json(diag_finding_pod(d, f)));
