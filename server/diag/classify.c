@@ -2,11 +2,14 @@
  * classify: the per-line matcher over the pattern table, and the small text helpers (detail
  * extraction, summary templates) that go with it.
  *
- * Prefilter: every anchor contributes the case-folded first four bytes of itself to a 64 Ki-bit
- * bitmap (indexed by a multiplicative hash) and to a sorted key array. The scan folds each
- * 4-byte window of the line (OR 0x20 per byte: ASCII letters lose their case, other bytes may
+ * Prefilter (a Wu-Manber style sampling scan): the line is probed only every STRIDE bytes.
+ * Every anchor of at least STRIDE + 3 bytes has one of its first STRIDE 4-byte windows under
+ * some probe, so each anchor registers those windows (case-folded) in a 64 Ki-bit bitmap,
+ * indexed by a multiplicative hash, and in a sorted key array with their offset. A probe folds
+ * the 4 bytes under it (OR 0x20 per byte: ASCII letters lose their case, other bytes may
  * collide, which only costs a verification), tests one bit, and only on a hit looks the key up
- * and compares the anchors that start with it. The lowest table index wins.
+ * and compares the anchors it may belong to. Whole-line rows (a bare "Killed") are compared
+ * directly. The lowest table index wins.
  *
  * Pure functions over const tables; the tables are built once under pthread_once.
  */
@@ -20,16 +23,25 @@
 
 #include "server/core/utf8.h"
 
-#define MAX_SLOTS 256
+#define MAX_SLOTS 512
+#define STRIDE    4    /* the shortest anchor scanned is STRIDE + 3 bytes ("SIGSEGV") */
+#define BUCKETS   4096 /* second-level index over the bitmap's hash: 12 bits */
+#define MAX_WHOLE 8
 
 struct slot {
     uint32_t key;
     uint16_t pat;
+    uint8_t off; /* the window's offset in the anchor */
 };
 
 static uint64_t bits[65536 / 64];
-static struct slot slots[MAX_SLOTS];
+static struct slot slots[MAX_SLOTS]; /* sorted by bucket, then key */
 static size_t nslots;
+static uint16_t bucket_start[BUCKETS + 1]; /* slots of bucket b: [start[b], start[b+1]) */
+static uint16_t whole[MAX_WHOLE];          /* PAT_WHOLE rows */
+static uint8_t anchor_len[MAX_SLOTS];
+static uint64_t head[MAX_SLOTS], head_mask[MAX_SLOTS]; /* folded first 8 bytes of each anchor */
+static size_t nwhole;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static inline uint32_t fold4(const char *p)
@@ -44,9 +56,16 @@ static inline uint32_t hash16(uint32_t key)
     return (key * 0x9E3779B1u) >> 16;
 }
 
+static inline uint32_t bucket(uint32_t key)
+{
+    return hash16(key) >> 4;
+}
+
 static int slot_cmp(const void *a, const void *b)
 {
     const struct slot *x = a, *y = b;
+    if (bucket(x->key) != bucket(y->key))
+        return bucket(x->key) < bucket(y->key) ? -1 : 1;
     if (x->key != y->key)
         return x->key < y->key ? -1 : 1;
     return (int)x->pat - (int)y->pat;
@@ -56,17 +75,38 @@ static void build(void)
 {
     size_t n;
     const struct diag_pattern *t = patterns_table(&n);
-    for (size_t i = 0; i < n && nslots < MAX_SLOTS; i++) {
-        if (strlen(t[i].anchor) < 4)
+    if (n > MAX_SLOTS)
+        abort();
+    for (size_t i = 0; i < n; i++) {
+        size_t alen = strlen(t[i].anchor);
+        anchor_len[i] = (uint8_t)(alen < 255 ? alen : 255);
+        char h8[8] = { 0 };
+        memcpy(h8, t[i].anchor, alen < 8 ? alen : 8);
+        memcpy(&head[i], h8, 8);
+        head_mask[i] = alen >= 8 ? ~0ull : (1ull << (8 * alen)) - 1;
+        head[i] = (head[i] | 0x2020202020202020ull) & head_mask[i];
+        if (t[i].flags & PAT_WHOLE) {
+            if (nwhole == MAX_WHOLE)
+                abort();
+            whole[nwhole++] = (uint16_t)i;
+            continue;
+        }
+        if (alen < STRIDE + 3 || alen > 255 || nslots + STRIDE > MAX_SLOTS)
             abort(); /* a table bug; the unit test names the row */
-        uint32_t key = fold4(t[i].anchor);
-        uint32_t h = hash16(key);
-        bits[h >> 6] |= 1ull << (h & 63);
-        slots[nslots].key = key;
-        slots[nslots].pat = (uint16_t)i;
-        nslots++;
+        for (size_t k = 0; k < STRIDE; k++) {
+            uint32_t key = fold4(t[i].anchor + k);
+            uint32_t h = hash16(key);
+            bits[h >> 6] |= 1ull << (h & 63);
+            slots[nslots++] = (struct slot){ key, (uint16_t)i, (uint8_t)k };
+        }
     }
     qsort(slots, nslots, sizeof(slots[0]), slot_cmp);
+    size_t k = 0;
+    for (uint32_t b = 0; b <= BUCKETS; b++) {
+        while (k < nslots && bucket(slots[k].key) < b)
+            k++;
+        bucket_start[b] = (uint16_t)k;
+    }
 }
 
 static bool same(const char *a, const char *b, size_t n, bool nocase)
@@ -91,39 +131,42 @@ const char *classify_find(const char *hay, size_t n, const char *needle, size_t 
     return NULL;
 }
 
-/* Does pattern p match text with its anchor at offset i? */
-static bool verify(const struct diag_pattern *p, const char *text, size_t len, size_t i)
+/* Does pattern p (row pi) match text with its anchor at offset i? */
+static bool verify(const struct diag_pattern *p, size_t pi, const char *text, size_t len, size_t i)
 {
     bool nocase = p->flags & PAT_NOCASE;
-    size_t m = strlen(p->anchor);
-    if (i + m > len || !same(text + i, p->anchor, m, nocase))
+    size_t m = anchor_len[pi];
+    if (i + m > len)
         return false;
-    if (p->flags & PAT_WHOLE) {
-        size_t s = 0, e = len;
-        while (s < e && isspace((unsigned char)text[s]))
-            s++;
-        while (e > s && isspace((unsigned char)text[e - 1]))
-            e--;
-        if (s != i || e - s != m)
+    if (i + 8 <= len) { /* most candidates differ in their first 8 bytes: one compare */
+        uint64_t v;
+        memcpy(&v, text + i, 8);
+        if (((v | 0x2020202020202020ull) & head_mask[pi]) != head[pi])
             return false;
     }
+    if (!same(text + i, p->anchor, m, nocase))
+        return false;
     if (p->also && !classify_find(text, len, p->also, strlen(p->also), nocase))
         return false;
     return true;
 }
 
-/* First slot with this key, or nslots. */
-static size_t lookup(uint32_t key)
+/* The lowest whole-line row equal to the trimmed line, or SIZE_MAX. */
+static size_t match_whole(const struct diag_pattern *t, const char *text, size_t len, size_t *at)
 {
-    size_t lo = 0, hi = nslots;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (slots[mid].key < key)
-            lo = mid + 1;
-        else
-            hi = mid;
+    size_t s = 0, e = len;
+    while (s < e && isspace((unsigned char)text[s]))
+        s++;
+    while (e > s && isspace((unsigned char)text[e - 1]))
+        e--;
+    for (size_t w = 0; w < nwhole; w++) {
+        const struct diag_pattern *p = &t[whole[w]];
+        if (strlen(p->anchor) == e - s && same(text + s, p->anchor, e - s, p->flags & PAT_NOCASE)) {
+            *at = s;
+            return whole[w];
+        }
     }
-    return lo;
+    return SIZE_MAX;
 }
 
 const struct diag_pattern *classify_line(const char *text, size_t len, size_t *at)
@@ -131,19 +174,21 @@ const struct diag_pattern *classify_line(const char *text, size_t len, size_t *a
     pthread_once(&once, build);
     size_t n;
     const struct diag_pattern *t = patterns_table(&n);
-    size_t best = SIZE_MAX, best_at = 0;
+    size_t best_at = 0;
     if (len > CLASSIFY_SCAN_MAX)
         len = CLASSIFY_SCAN_MAX;
-    for (size_t i = 0; i + 4 <= len; i++) {
+    size_t best = len <= 40 ? match_whole(t, text, len, &best_at) : SIZE_MAX;
+    for (size_t i = 0; i + 4 <= len; i += STRIDE) {
         uint32_t key = fold4(text + i);
         uint32_t h = hash16(key);
         if (!((bits[h >> 6] >> (h & 63)) & 1))
             continue;
-        for (size_t s = lookup(key); s < nslots && slots[s].key == key; s++) {
-            size_t pi = slots[s].pat;
-            if (pi < best && verify(&t[pi], text, len, i)) {
+        for (size_t s = bucket_start[h >> 4]; s < bucket_start[(h >> 4) + 1]; s++) {
+            size_t pi = slots[s].pat, start = i - slots[s].off;
+            if (slots[s].key == key && pi < best && slots[s].off <= i &&
+                verify(&t[pi], pi, text, len, start)) {
                 best = pi;
-                best_at = i;
+                best_at = start;
             }
         }
     }

@@ -11,6 +11,7 @@
 
 #include <ctype.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -42,45 +43,110 @@ static void reset(struct progparse *out)
     out->n = 0;
 }
 
+/* Byte classes for names: 0 separator, 1 lower case or digit, 2 upper case, 3 '/'. */
+static unsigned char name_class(unsigned char c)
+{
+    if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))
+        return 1;
+    if (c >= 'A' && c <= 'Z')
+        return 2;
+    return c == '/' ? 3 : 0;
+}
+
 size_t progparse_norm_name(const char *s, size_t n, char *out)
 {
     size_t o = 0;
     bool sep = false;
+    unsigned char prev = 0;
     for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        const char *add = NULL;
-        char one[2] = { 0, 0 };
-        if (isalnum(c)) {
-            if (isupper(c) && i > 0 && islower((unsigned char)s[i - 1]))
-                sep = true; /* CamelCase boundary */
-            one[0] = (char)tolower(c);
-            add = one;
-        } else if (c == '/') {
+        unsigned char c = (unsigned char)s[i], k = name_class(c);
+        if (k == 0) {
             sep = true;
-            add = "per";
-        }
-        if (!add) {
-            sep = true;
+            prev = 0;
             continue;
         }
-        size_t m = strlen(add) + (sep && o > 0);
-        if (o + m >= PROGPARSE_NAME_MAX)
+        if (k == 2 && prev == 1 && !(s[i - 1] >= '0' && s[i - 1] <= '9'))
+            sep = true; /* CamelCase boundary */
+        size_t m = k == 3 ? 3 : 1;
+        bool us = (sep || k == 3) && o > 0;
+        if (o + m + us >= PROGPARSE_NAME_MAX)
             break;
-        if (sep && o > 0)
+        if (us)
             out[o++] = '_';
-        memcpy(out + o, add, strlen(add));
-        o += strlen(add);
-        sep = (c == '/');
+        if (k == 3)
+            memcpy(out + o, "per", 3);
+        else
+            out[o] = (char)(k == 2 ? c + 32 : c);
+        o += m;
+        sep = k == 3;
+        prev = k == 3 ? 0 : k;
     }
     out[o] = '\0';
     return o;
 }
 
+/* Bytes that can be part of a number: digits, sign, point, exponent, nan, inf(inity). */
+static bool numchar(unsigned char c)
+{
+    static const char ok[256] = {
+        ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1,
+        ['7'] = 1, ['8'] = 1, ['9'] = 1, ['.'] = 1, ['+'] = 1, ['-'] = 1, ['e'] = 1,
+        ['E'] = 1, ['n'] = 1, ['N'] = 1, ['a'] = 1, ['A'] = 1, ['i'] = 1, ['I'] = 1,
+        ['f'] = 1, ['F'] = 1, ['t'] = 1, ['T'] = 1, ['y'] = 1, ['Y'] = 1,
+    };
+    return ok[c];
+}
+
+/* Plain decimals ("-12.5", "7.123456E+00") without strtod: an integer mantissa of at most 15
+ * digits scaled by an exact power of ten is correctly rounded. false: use strtod. */
+static bool fast_number(const char *s, size_t n, double *out, size_t *used)
+{
+    static const double p10[] = { 1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                  1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                  1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22 };
+    size_t i = 0;
+    bool neg = n > 0 && (s[0] == '-' || s[0] == '+');
+    neg = neg && s[0] == '-';
+    if (n > 0 && (s[0] == '-' || s[0] == '+'))
+        i++;
+    uint64_t mant = 0;
+    int digits = 0, scale = 0;
+    for (; i < n && isdigit((unsigned char)s[i]); i++, digits++)
+        mant = mant * 10 + (uint64_t)(s[i] - '0');
+    if (i < n && s[i] == '.')
+        for (i++; i < n && isdigit((unsigned char)s[i]); i++, digits++, scale--)
+            mant = mant * 10 + (uint64_t)(s[i] - '0');
+    if (digits == 0 || digits > 15)
+        return false;
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        size_t j = i + 1;
+        bool eneg = j < n && s[j] == '-';
+        if (j < n && (s[j] == '-' || s[j] == '+'))
+            j++;
+        if (j >= n || !isdigit((unsigned char)s[j]))
+            return false;
+        int e = 0;
+        for (; j < n && isdigit((unsigned char)s[j]) && e < 1000; j++)
+            e = e * 10 + (s[j] - '0');
+        scale += eneg ? -e : e;
+        i = j;
+    }
+    if (scale < -22 || scale > 22 || (i < n && numchar((unsigned char)s[i])))
+        return false;
+    double v = (double)mant;
+    v = scale < 0 ? v / p10[-scale] : v * p10[scale];
+    *out = neg ? -v : v;
+    *used = i;
+    return true;
+}
+
 bool progparse_number(const char *s, size_t n, double *out, size_t *used)
 {
+    if (fast_number(s, n, out, used))
+        return true;
     char buf[64];
     size_t k = 0;
-    while (k < n && k < sizeof(buf) - 1 && strchr("0123456789.+-eEnNaAiIfFtTyY", s[k]) && s[k])
+    while (k < n && k < sizeof(buf) - 1 && numchar((unsigned char)s[k]))
         k++;
     if (k == 0)
         return false;
@@ -95,8 +161,19 @@ bool progparse_number(const char *s, size_t n, double *out, size_t *used)
     return true;
 }
 
+/* memmem for short haystacks, without its setup cost. */
+static bool contains(const char *h, size_t n, const char *lit, size_t m)
+{
+    for (const char *p = h; (p = memchr(p, lit[0], (size_t)(h + n - p))) != NULL; p++)
+        if ((size_t)(h + n - p) >= m && memcmp(p, lit, m) == 0)
+            return true;
+    return false;
+}
+
 static int step_rank(const char *name)
 {
+    if (name[0] != 's' && name[0] != 'g' && name[0] != 'i' && name[0] != 't')
+        return -1;
     for (size_t i = 0; i < NSTEP_KEYS; i++)
         if (strcmp(step_keys[i], name) == 0)
             return (int)i;
@@ -177,7 +254,7 @@ static bool parse_kv(const char *s, size_t n, struct progparse *out)
         reset(out);
         return false;
     }
-    bool ds = memmem(s, n, "[Rank ", 6) || memmem(s, n, "global_step=", 12);
+    bool ds = best == 0 || contains(s, n, "[Rank ", 6); /* global_step, or log_dist's tag */
     out->format = ds ? PROGPARSE_DEEPSPEED : PROGPARSE_KV;
     return true;
 }
@@ -266,8 +343,8 @@ static bool parse_hf(const char *s, size_t n, struct progparse *out)
             size_t kl = (size_t)(ke - k);
             training =
                 training ||
-                (kl >= 4 && (memmem(k, kl, "loss", 4) || memmem(k, kl, "epoch", 5) ||
-                             memmem(k, kl, "learning_rate", 13) || memmem(k, kl, "train_", 6)));
+                (kl >= 4 && (contains(k, kl, "loss", 4) || contains(k, kl, "epoch", 5) ||
+                             contains(k, kl, "learning_rate", 13) || contains(k, kl, "train_", 6)));
             out->final = out->final || (kl == 13 && memcmp(k, "train_runtime", 13) == 0);
         }
         while (p < end && *p != ',' && *p != '}') /* skip the rest of this value */
@@ -399,7 +476,7 @@ bool progparse_line(const char *text, size_t len, struct progparse *out)
     if (bar) {
         if (bar > text && bar[-1] == '%')
             return parse_tqdm(text, len, bar, out);
-        const char *it = memmem(text, (size_t)(bar - text), "iteration", 9);
+        const char *it = memmem(text, (size_t)(bar - text), "iteration ", 10);
         if (it && parse_megatron(text, len, it, out))
             return true;
     }

@@ -101,12 +101,6 @@ static void advance(struct rank_prog *r, int64_t step, int64_t time_ns)
     r->step = step;
 }
 
-static bool has_suffix(const char *s, const char *suf)
-{
-    size_t n = strlen(s), m = strlen(suf);
-    return n >= m && strcmp(s + n - m, suf) == 0;
-}
-
 static bool prefixed(const char *s, const char *pre)
 {
     return strncmp(s, pre, strlen(pre)) == 0;
@@ -124,6 +118,8 @@ static bool step_duration(const char *name, double v, double *secs)
     static const char *const names[] = { "step_time",     "iter_time",
                                          "time_per_step", "iteration_time",
                                          "batch_time",    "elapsed_time_per_iteration" };
+    if (!strstr(name, "time"))
+        return false;
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         size_t m = strlen(names[i]);
         if (strncmp(name, names[i], m) != 0)
@@ -143,7 +139,7 @@ static bool step_duration(const char *name, double v, double *secs)
 /* Throughput unit preference: tokens, then samples, then iterations. */
 static int throughput_unit(const char *name, const char **unit)
 {
-    if (!strstr(name, "per_sec") && !has_suffix(name, "per_s"))
+    if (!strstr(name, "per_s"))
         return 99;
     if (strstr(name, "token") || strstr(name, "tok_")) {
         *unit = "tokens/s";
