@@ -290,8 +290,8 @@ static void init_finding(struct finding *f, const char *id, enum diag_kind kind,
     f->id = id;
     f->kind = kind;
     f->role = role;
-    f->retry = patterns_kind(kind)->retry;
-    f->node_fault = patterns_kind(kind)->node_fault;
+    f->retry = kinds_info(kind)->retry;
+    f->node_fault = kinds_info(kind)->node_fault;
     f->source = src;
     f->rank = f->prank = -1;
 }
@@ -299,7 +299,7 @@ static void init_finding(struct finding *f, const char *id, enum diag_kind kind,
 /* Kind, role and text of "killed by signal sig" (torchrun, launchers). */
 static void from_signal(struct finding *f, int sig)
 {
-    const char *name = patterns_signal_name(sig);
+    const char *name = kinds_signal_name(sig);
     f->signal = sig;
     f->kind = sig == SIGSEGV   ? DIAG_SEGFAULT
               : sig == SIGBUS  ? DIAG_BUS_ERROR
@@ -308,7 +308,7 @@ static void from_signal(struct finding *f, int sig)
                                : DIAG_EXIT;
     if (f->kind == DIAG_SEGFAULT || f->kind == DIAG_BUS_ERROR)
         f->role = DIAG_CAUSE;
-    f->retry = patterns_kind(f->kind)->retry;
+    f->retry = kinds_info(f->kind)->retry;
     snprintf(f->text, sizeof(f->text), "signal %d%s%s%s", sig, name ? " (" : "", name ? name : "",
              name ? ")" : "");
 }
@@ -320,12 +320,12 @@ static void from_pattern(struct finding *f, const struct diag_pattern *p, const 
     f->kind = p->kind;
     f->role = p->role;
     f->tmpl = p->summary;
-    f->retry = patterns_retry_of(p->kind, p->retry);
-    f->node_fault = p->node_fault || patterns_kind(p->kind)->node_fault;
+    f->retry = kinds_retry_of(p->kind, p->retry);
+    f->node_fault = p->node_fault || kinds_info(p->kind)->node_fault;
     f->has_num = classify_num(p, t, n, at, &f->num);
     classify_detail(p, t, n, at, f->detail, sizeof(f->detail));
     if ((p->flags & PAT_XID) && f->has_num) {
-        const struct diag_xid *x = patterns_xid(f->num);
+        const struct diag_xid *x = kinds_xid(f->num);
         f->role = x->role;
         f->retry = x->retry;
         f->node_fault = x->node_fault;
@@ -383,7 +383,7 @@ static void add_exception(struct diag *d, const struct stream *st, const struct 
     struct finding f;
     size_t at;
     const struct diag_pattern *p = classify_line(t, n, &at);
-    const struct diag_exception *x = patterns_exception(e->type, strlen(e->type));
+    const struct diag_exception *x = kinds_exception(e->type, strlen(e->type));
     if (p && p->role != DIAG_INFO && !(p->flags & (PAT_TRACEBACK | PAT_TORCHRUN))) {
         init_finding(&f, p->id, p->kind, p->role, SRC_TRACEBACK);
         from_pattern(&f, p, t, n, at);
@@ -436,8 +436,8 @@ static void add_torchrun(struct diag *d, const struct stream *st, const struct d
             f.kind = tf->pat->kind;
             f.role = tf->pat->role;
             f.tmpl = tf->pat->summary;
-            f.retry = patterns_retry_of(tf->pat->kind, tf->pat->retry);
-            f.node_fault = tf->pat->node_fault || patterns_kind(tf->pat->kind)->node_fault;
+            f.retry = kinds_retry_of(tf->pat->kind, tf->pat->retry);
+            f.node_fault = tf->pat->node_fault || kinds_info(tf->pat->kind)->node_fault;
             snprintf(f.detail, sizeof(f.detail), "%s", tf->detail);
         }
         if (!f.detail[0])
@@ -543,7 +543,7 @@ void diag_ending(struct diag *d, const struct ending *e)
     f.signal = c.signal;
     snprintf(f.detail, sizeof(f.detail), "%s", c.detail);
     snprintf(f.text, sizeof(f.text), "%s", c.text ? c.text : "");
-    replace(&f.reason, e->pod_reason && patterns_reason(e->pod_reason) ? e->pod_reason : e->reason);
+    replace(&f.reason, e->pod_reason && kinds_reason(e->pod_reason) ? e->pod_reason : e->reason);
     replace(&f.message, e->message);
     record(d, &f, 0);
 }

@@ -90,7 +90,7 @@ static const struct finding *earliest(const struct diag *d, enum diag_role tier,
 
 static bool is_infra(const struct finding *f)
 {
-    return patterns_kind(f->kind)->infra;
+    return kinds_info(f->kind)->infra;
 }
 
 static bool is_root(const struct finding *f)
@@ -124,8 +124,7 @@ static const struct finding *choose_cause(const struct diag *d, const struct fin
     for (size_t i = 0; i < d->nf; i++) {
         const struct finding *f = &d->f[i];
         if (eligible(d, f, DIAG_CAUSE) && same_unit(d, f, first) && ftime(f) >= ftime(first) &&
-            ftime(f) <= until &&
-            patterns_kind(f->kind)->priority > patterns_kind(best->kind)->priority)
+            ftime(f) <= until && kinds_info(f->kind)->priority > kinds_info(best->kind)->priority)
             best = f;
     }
     return best;
@@ -277,7 +276,7 @@ static void render(const struct diag *d, const struct finding *f, int rank, char
     if (f->has_num)
         snprintf(num, sizeof(num), "%ld", f->num);
     struct classify_vars v = { who, diag_finding_node(d, f), f->detail, num, f->text };
-    classify_render(f->tmpl ? f->tmpl : patterns_kind(f->kind)->summary, &v, out, cap);
+    classify_render(f->tmpl ? f->tmpl : kinds_info(f->kind)->summary, &v, out, cap);
 }
 
 void diag_finding_text(const struct diag *d, const struct finding *f, char *out, size_t cap)
@@ -367,13 +366,13 @@ json_t *diag_summary_json(const struct diag_summary *s)
 {
     if (!s->found)
         return json_null();
-    const struct diag_kind_info *k = patterns_kind(s->kind);
+    const struct diag_kind_info *k = kinds_info(s->kind);
     json_t *o = json_object();
     json_object_set_new(o, "cause", json_string(k->name));
     json_object_set_new(o, "reason", json_string(k->reason));
-    json_object_set_new(o, "role", json_string(patterns_role_name(s->role)));
+    json_object_set_new(o, "role", json_string(kinds_role_name(s->role)));
     json_object_set_new(o, "retryable", json_boolean(s->retry == DIAG_RETRYABLE));
-    json_object_set_new(o, "retry_class", json_string(patterns_retry_name(s->retry)));
+    json_object_set_new(o, "retry_class", json_string(kinds_retry_name(s->retry)));
     json_object_set_new(o, "node_fault", json_boolean(s->node_fault));
     json_object_set_new(o, "rank", rank_json(s->rank));
     json_object_set_new(o, "log_rank", rank_json(s->log_rank));
@@ -421,10 +420,10 @@ static json_t *finding_json(const struct diag *d, const struct finding *f)
 {
     char text[512];
     json_t *o = json_object();
-    json_object_set_new(o, "kind", json_string(patterns_kind(f->kind)->name));
-    json_object_set_new(o, "role", json_string(patterns_role_name(f->role)));
+    json_object_set_new(o, "kind", json_string(kinds_info(f->kind)->name));
+    json_object_set_new(o, "role", json_string(kinds_role_name(f->role)));
     json_object_set_new(o, "retryable", json_boolean(f->retry == DIAG_RETRYABLE));
-    json_object_set_new(o, "retry_class", json_string(patterns_retry_name(f->retry)));
+    json_object_set_new(o, "retry_class", json_string(kinds_retry_name(f->retry)));
     json_object_set_new(o, "node_fault", json_boolean(f->node_fault));
     json_object_set_new(o, "pattern", json_string(f->id));
     json_object_set_new(o, "source", json_string(source_name(f->source)));

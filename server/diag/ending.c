@@ -19,7 +19,7 @@ static void set(struct ending_class *out, enum diag_kind kind, enum diag_role ro
 
 static void describe_signal(struct ending_class *out, const struct ending *e, int sig)
 {
-    const char *name = patterns_signal_name(sig);
+    const char *name = kinds_signal_name(sig);
     if (e->exited && e->exit_code == 128 + sig)
         snprintf(out->detail, sizeof(out->detail), "exit code %d, %s", e->exit_code,
                  name ? name : "signal");
@@ -69,9 +69,9 @@ void ending_classify(const struct ending *e, struct ending_class *out)
     if (!sig && e->exited && e->exit_code > 128 && e->exit_code < 160)
         sig = e->exit_code - 128;
     out->signal = sig;
-    const struct diag_reason *r = patterns_reason(e->pod_reason);
+    const struct diag_reason *r = kinds_reason(e->pod_reason);
     if (!r)
-        r = patterns_reason(e->reason);
+        r = kinds_reason(e->reason);
     if (r) {
         by_reason(out, r, e->message);
         return;
@@ -101,7 +101,7 @@ void ending_classify(const struct ending *e, struct ending_class *out)
 bool ending_classify_event(const struct ending_event *ev, struct ending_class *out)
 {
     memset(out, 0, sizeof(*out));
-    const struct diag_reason *r = patterns_reason(ev->reason);
+    const struct diag_reason *r = kinds_reason(ev->reason);
     if (!r)
         return false;
     by_reason(out, r, ev->message);

@@ -58,18 +58,18 @@ static void test_kinds_covered(void)
         CHECK(found);
     }
     for (int k = 0; k < DIAG_KIND_COUNT; k++) {
-        const struct diag_kind_info *ki = patterns_kind((enum diag_kind)k);
+        const struct diag_kind_info *ki = kinds_info((enum diag_kind)k);
         CHECK(ki->name && ki->reason && ki->summary);
-        CHECK_INT(patterns_kind_parse(ki->name), k);
+        CHECK_INT(kinds_parse(ki->name), k);
         CHECK(ki->retry != DIAG_RETRY_KIND);
     }
-    CHECK_INT(patterns_kind_parse("no_such_kind"), DIAG_KIND_NONE);
-    CHECK_STR(patterns_kind(DIAG_CUDA_OOM)->name, "cuda_oom");
-    CHECK_INT(patterns_retry_of(DIAG_CUDA_OOM, DIAG_RETRY_KIND), DIAG_DETERMINISTIC);
-    CHECK_INT(patterns_retry_of(DIAG_PREEMPTION, DIAG_RETRY_KIND), DIAG_RETRYABLE);
-    CHECK_INT(patterns_retry_of(DIAG_NCCL_TIMEOUT, DIAG_RETRY_KIND), DIAG_RETRYABLE);
-    CHECK_INT(patterns_retry_of(DIAG_PYTHON_EXCEPTION, DIAG_RETRY_KIND), DIAG_DETERMINISTIC);
-    CHECK_INT(patterns_retry_of(DIAG_CUDA_OOM, DIAG_RETRYABLE), DIAG_RETRYABLE);
+    CHECK_INT(kinds_parse("no_such_kind"), DIAG_KIND_NONE);
+    CHECK_STR(kinds_info(DIAG_CUDA_OOM)->name, "cuda_oom");
+    CHECK_INT(kinds_retry_of(DIAG_CUDA_OOM, DIAG_RETRY_KIND), DIAG_DETERMINISTIC);
+    CHECK_INT(kinds_retry_of(DIAG_PREEMPTION, DIAG_RETRY_KIND), DIAG_RETRYABLE);
+    CHECK_INT(kinds_retry_of(DIAG_NCCL_TIMEOUT, DIAG_RETRY_KIND), DIAG_RETRYABLE);
+    CHECK_INT(kinds_retry_of(DIAG_PYTHON_EXCEPTION, DIAG_RETRY_KIND), DIAG_DETERMINISTIC);
+    CHECK_INT(kinds_retry_of(DIAG_CUDA_OOM, DIAG_RETRYABLE), DIAG_RETRYABLE);
 }
 
 /* Output of healthy jobs: none of it is a finding. */
@@ -207,15 +207,15 @@ static void test_render(void)
 {
     char out[256];
     struct classify_vars v = { "rank 5", "ip-10-0-1-7", "2.00 GiB", NULL, NULL };
-    classify_render(patterns_kind(DIAG_CUDA_OOM)->summary, &v, out, sizeof(out));
+    classify_render(kinds_info(DIAG_CUDA_OOM)->summary, &v, out, sizeof(out));
     CHECK_STR(out, "rank 5 ran out of GPU memory (CUDA OOM: tried to allocate 2.00 GiB) on node "
                    "ip-10-0-1-7");
     v.detail = NULL;
     v.node = "";
-    classify_render(patterns_kind(DIAG_CUDA_OOM)->summary, &v, out, sizeof(out));
+    classify_render(kinds_info(DIAG_CUDA_OOM)->summary, &v, out, sizeof(out));
     CHECK_STR(out, "rank 5 ran out of GPU memory (CUDA OOM)");
     struct classify_vars x = { "rank 2", "gpu-3", NULL, "79", "GPU has fallen off the bus" };
-    classify_render(patterns_kind(DIAG_XID)->summary, &x, out, sizeof(out));
+    classify_render(kinds_info(DIAG_XID)->summary, &x, out, sizeof(out));
     CHECK_STR(out, "rank 2: GPU error Xid 79 (GPU has fallen off the bus) on node gpu-3");
     classify_render("{who} [{nope}]end", &x, out, sizeof(out));
     CHECK_STR(out, "rank 2 end");
@@ -226,7 +226,7 @@ static void test_render(void)
     const struct diag_pattern *t = patterns_table(&n);
     struct classify_vars all = { "rank 1", "n", "d", "7", "t" };
     for (size_t i = 0; i < n; i++) {
-        classify_render(t[i].summary ? t[i].summary : patterns_kind(t[i].kind)->summary, &all, out,
+        classify_render(t[i].summary ? t[i].summary : kinds_info(t[i].kind)->summary, &all, out,
                         sizeof(out));
         CHECK(strchr(out, '{') == NULL && strchr(out, '[') == NULL);
     }
@@ -234,30 +234,30 @@ static void test_render(void)
 
 static void test_lookups(void)
 {
-    CHECK_INT(patterns_xid(79)->node_fault, 1);
-    CHECK_INT(patterns_xid(79)->retry, DIAG_RETRYABLE);
-    CHECK_INT(patterns_xid(13)->retry, DIAG_DETERMINISTIC);
-    CHECK_INT(patterns_xid(43)->role, DIAG_CONSEQUENCE);
-    CHECK_INT(patterns_xid(63)->role, DIAG_INFO);
-    CHECK_INT(patterns_xid(12345)->code, -1);
-    CHECK_INT(patterns_reason("OOMKilled")->kind, DIAG_HOST_OOM);
-    CHECK_INT(patterns_reason("Evicted")->kind, DIAG_EVICTION);
-    CHECK_INT(patterns_reason("PreemptionByScheduler")->kind, DIAG_PREEMPTION);
-    CHECK_INT(patterns_reason("ErrImagePull")->kind, DIAG_IMAGE_PULL);
-    CHECK_INT(patterns_reason("FailedScheduling")->kind, DIAG_SCHEDULING);
-    CHECK_INT(patterns_reason("DeadlineExceeded")->kind, DIAG_DEADLINE);
-    CHECK(patterns_reason("Completed") == NULL);
-    CHECK(patterns_reason(NULL) == NULL);
+    CHECK_INT(kinds_xid(79)->node_fault, 1);
+    CHECK_INT(kinds_xid(79)->retry, DIAG_RETRYABLE);
+    CHECK_INT(kinds_xid(13)->retry, DIAG_DETERMINISTIC);
+    CHECK_INT(kinds_xid(43)->role, DIAG_CONSEQUENCE);
+    CHECK_INT(kinds_xid(63)->role, DIAG_INFO);
+    CHECK_INT(kinds_xid(12345)->code, -1);
+    CHECK_INT(kinds_reason("OOMKilled")->kind, DIAG_HOST_OOM);
+    CHECK_INT(kinds_reason("Evicted")->kind, DIAG_EVICTION);
+    CHECK_INT(kinds_reason("PreemptionByScheduler")->kind, DIAG_PREEMPTION);
+    CHECK_INT(kinds_reason("ErrImagePull")->kind, DIAG_IMAGE_PULL);
+    CHECK_INT(kinds_reason("FailedScheduling")->kind, DIAG_SCHEDULING);
+    CHECK_INT(kinds_reason("DeadlineExceeded")->kind, DIAG_DEADLINE);
+    CHECK(kinds_reason("Completed") == NULL);
+    CHECK(kinds_reason(NULL) == NULL);
     const char *t1 = "torch.OutOfMemoryError";
-    CHECK_INT(patterns_exception(t1, strlen(t1))->kind, DIAG_CUDA_OOM);
+    CHECK_INT(kinds_exception(t1, strlen(t1))->kind, DIAG_CUDA_OOM);
     const char *t2 = "torch.distributed.DistBackendError";
-    CHECK_INT(patterns_exception(t2, strlen(t2))->role, DIAG_CONSEQUENCE);
-    CHECK(patterns_exception("ValueError", 10) == NULL);
-    CHECK(patterns_exception("MyOutOfMemoryError", 18) == NULL);
-    CHECK_STR(patterns_signal_name(9), "SIGKILL");
-    CHECK(patterns_signal_name(99) == NULL);
-    CHECK_STR(patterns_role_name(DIAG_CONSEQUENCE), "consequence");
-    CHECK_STR(patterns_retry_name(DIAG_DETERMINISTIC), "deterministic");
+    CHECK_INT(kinds_exception(t2, strlen(t2))->role, DIAG_CONSEQUENCE);
+    CHECK(kinds_exception("ValueError", 10) == NULL);
+    CHECK(kinds_exception("MyOutOfMemoryError", 18) == NULL);
+    CHECK_STR(kinds_signal_name(9), "SIGKILL");
+    CHECK(kinds_signal_name(99) == NULL);
+    CHECK_STR(kinds_role_name(DIAG_CONSEQUENCE), "consequence");
+    CHECK_STR(kinds_retry_name(DIAG_DETERMINISTIC), "deterministic");
 }
 
 int main(void)

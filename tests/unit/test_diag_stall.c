@@ -233,6 +233,13 @@ static void test_retry(void)
     struct diag_summary xid13 = summary(DIAG_XID, DIAG_DETERMINISTIC, false, "n");
     CHECK_INT(retry_categorize(&xid13), RETRY_DETERMINISTIC);
 
+}
+
+static void test_retry_infra(void)
+{
+    struct retry_policy p;
+    retry_policy_default(&p);
+    struct retry_decision d;
     struct diag_summary lost = summary(DIAG_NODE_LOST, DIAG_RETRYABLE, true, "n9");
     retry_decide(&lost, &p, 0, 0, &d);
     CHECK(d.restart);
@@ -279,5 +286,6 @@ int main(void)
     test_stall_bases();
     test_stragglers();
     test_retry();
+    test_retry_infra();
     return check_done();
 }

@@ -258,7 +258,7 @@ static void test_endings(void)
     struct ending lost = { .rank = 2, .lost = true };
     classify_end(&lost, &c);
     CHECK_INT(c.kind, DIAG_NODE_LOST);
-    CHECK_INT(patterns_kind(c.kind)->node_fault, 1);
+    CHECK_INT(kinds_info(c.kind)->node_fault, 1);
     struct ending dl = {
         .rank = 0, .exited = true, .exit_code = 137, .pod_reason = "DeadlineExceeded"
     };
