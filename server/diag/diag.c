@@ -27,6 +27,7 @@ void diag_options_default(struct diag_options *o)
     o->world_size = 0;
     o->cascade_ns = 120 * NS_PER_SEC;
     o->burst_ns = 30 * NS_PER_SEC;
+    o->history_ns = 3600 * NS_PER_SEC;
     o->max_findings = 256;
 }
 
@@ -39,6 +40,8 @@ struct diag *diag_new(const struct diag_options *opts)
         diag_options_default(&d->opt);
     if (d->opt.max_findings == 0)
         d->opt.max_findings = 256;
+    if (d->opt.history_ns <= 0)
+        d->opt.history_ns = INT64_MAX;
     d->prog = progress_new();
     return d;
 }

@@ -7,8 +7,9 @@
  * First failure: findings are causes, symptoms, consequences or context (patterns.h). The
  * answer is the earliest cause; within a short burst of the same rank the most specific cause
  * (an OOM beats the NCCL error it triggered); a platform cause (preemption, eviction, node
- * lost, deadline) within the cascade window beats application errors it provoked. Without any
- * cause: the earliest symptom (torchrun's own "Root Cause" first), else the consequences: for
+ * lost, deadline) within the cascade window beats application errors it provoked; causes
+ * logged long before the first rank ended (history_ns) are left out. Without any cause: the
+ * earliest symptom (torchrun's own "Root Cause" first), else the consequences: for
  * NCCL timeouts, the ranks that did not report the timeout (or lag in collective number) are
  * named as the likely hung ranks.
  *
@@ -45,6 +46,8 @@ struct diag_options {
     int64_t cascade_ns;  /* after the first cause, how long other failures count as its cascade
                             (default 120 s: Kubernetes' grace period plus clock skew) */
     int64_t burst_ns;    /* one rank's findings this close belong to one failure (default 30 s) */
+    int64_t history_ns;  /* a cause this long before the first rank ended is history (a handled
+                            exception), not the failure (default 1 h, above NCCL timeouts) */
     size_t max_findings; /* kept per job (default 256); later ones are counted as dropped */
 };
 

@@ -68,6 +68,7 @@ struct diag {
     size_t last_stream; /* index + 1 of the stream of the previous line */
     struct rank_info *ri;
     size_t nri;
+    int64_t ended_ns; /* set by diag_summarize: when the first rank ended badly, 0: none */
 };
 
 /* The rank a person means for a line of trainyard rank `rank` with process-rank prefix

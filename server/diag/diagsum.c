@@ -68,6 +68,9 @@ static bool eligible(const struct diag *d, const struct finding *f, enum diag_ro
 {
     if (f->role != tier)
         return false;
+    if (tier == DIAG_CAUSE && d->ended_ns && d->opt.history_ns < d->ended_ns &&
+        ftime(f) < d->ended_ns - d->opt.history_ns)
+        return false;
     /* A scheduling or image problem of a rank that ran anyway is history, not the failure. */
     if ((f->kind == DIAG_SCHEDULING || f->kind == DIAG_IMAGE_PULL ||
          f->kind == DIAG_LAUNCH_ERROR) &&
@@ -284,9 +287,24 @@ void diag_finding_text(const struct diag *d, const struct finding *f, char *out,
     render(d, f, finding_who(d, f), out, cap);
 }
 
+/* When the first rank ended badly (an exit, or torchrun's report of one); 0 if none did. */
+static int64_t first_end(const struct diag *d)
+{
+    int64_t t = 0;
+    for (size_t i = 0; i < d->nf; i++) {
+        const struct finding *f = &d->f[i];
+        bool end =
+            f->source == SRC_TORCHRUN || (f->source == SRC_EXIT && f->role != DIAG_CONSEQUENCE);
+        if (end && f->time_ns && (!t || f->time_ns < t))
+            t = f->time_ns;
+    }
+    return t;
+}
+
 void diag_summarize(struct diag *d, struct diag_summary *s)
 {
     memset(s, 0, sizeof(*s));
+    d->ended_ns = first_end(d);
     s->rank = s->log_rank = -1;
     const struct finding *anchor = NULL;
     const struct finding *best = choose(d, &anchor);
