@@ -232,7 +232,6 @@ static void test_retry(void)
     /* An application Xid (13) is not the node's fault and not retryable. */
     struct diag_summary xid13 = summary(DIAG_XID, DIAG_DETERMINISTIC, false, "n");
     CHECK_INT(retry_categorize(&xid13), RETRY_DETERMINISTIC);
-
 }
 
 static void test_retry_infra(void)
