@@ -83,6 +83,15 @@ const struct traceback_report *traceback_report(const struct traceback *tb)
     return &tb->rep;
 }
 
+/* Length of the prefix of s[0..n) made of bytes in set (strspn for unterminated text). */
+static size_t span(const char *s, size_t n, const char *set)
+{
+    size_t i = 0;
+    while (i < n && s[i] && strchr(set, s[i]))
+        i++;
+    return i;
+}
+
 static bool starts(const char *s, size_t n, const char *lit)
 {
     size_t m = strlen(lit);
@@ -180,8 +189,8 @@ static enum traceback_event feed_frames(struct traceback *tb, int64_t seq, const
         return TRACEBACK_CONSUMED;
     }
     if (ind > 0 || n == 0) { /* code line, caret line, "[Previous line repeated ...]" */
-        bool caret = n > 0 && strspn(t, "^~ ") >= n;
-        if (tb->last && !tb->last->code[0] && !caret && t[0] != '[')
+        bool caret = n > 0 && span(t, n, "^~ ") == n;
+        if (n > 0 && tb->last && !tb->last->code[0] && !caret && t[0] != '[')
             classify_clean(tb->last->code, sizeof(tb->last->code), t, n);
         return TRACEBACK_CONSUMED;
     }
@@ -246,7 +255,7 @@ static void torchrun_entry_line(struct traceback *tb, const char *t, size_t n)
             klen--;
     }
     bool field =
-        colon && klen > 0 && klen <= 10 && strspn(t, "abcdefghijklmnopqrstuvwxyz_") >= klen;
+        colon && klen > 0 && klen <= 10 && span(t, n, "abcdefghijklmnopqrstuvwxyz_") >= klen;
     if (field) {
         const char *v = colon + 1;
         while (v < t + n && *v == ' ')
@@ -271,7 +280,7 @@ static enum traceback_event feed_torchrun(struct traceback *tb, int64_t seq, con
         return TRACEBACK_NOT_MINE;
     }
     tb->rep.last_seq = seq;
-    if (n >= 10 && strspn(t, "=") >= n) {
+    if (n >= 10 && span(t, n, "=") == n) {
         if (++tb->rules >= 2 && tb->in_root) {
             tb->state = IDLE;
             return TRACEBACK_TORCHRUN;

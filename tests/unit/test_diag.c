@@ -4,11 +4,13 @@
 #include "tests/unit/check.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 #include "server/core/clock.h"
 #include "server/core/jsonx.h"
 #include "server/core/utf8.h"
 #include "server/diag/diag.h"
+#include "server/diag/progparse.h"
 
 #define T0 (1714564800LL * NS_PER_SEC)
 
@@ -260,6 +262,65 @@ static void test_endings(void)
     diag_free(d);
 }
 
+/* Every prefix of every known line, and random bytes, through the whole per-line path from
+ * exact-size copies: boundary reads show up under AddressSanitizer, crashes anywhere. */
+static void test_truncations(void)
+{
+    static const char *const extra[] = {
+        "{'loss': 1.5, 'grad_norm': 0.2, 'learning_rate': 1e-05, 'epoch': 0.5}",
+        " 45%|████▌     | 450/1000 [01:23<01:40,  5.43it/s, loss=2.31, lr=1e-4]",
+        " iteration      100/  500000 | consumed samples: 51200 | lm loss: 7.1E+00 |",
+        "epoch=0/micro_step=400/global_step=100, RunningAvgSamplesPerSec=25.02, MemAllocated=4GB",
+        "steps: 100 loss: 2.3456 iter time (s): 0.512 samples/sec: 62.500",
+        "[rank12]: step=10 loss=nan lr=1e-4",
+        "[default3]:Traceback (most recent call last):",
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+    };
+    size_t n;
+    const struct diag_pattern *t = patterns_table(&n);
+    struct diag *d = diag_new(NULL);
+    struct progress_sample s[8];
+    struct progparse pp;
+    size_t lines = 0;
+    for (size_t i = 0; i < n + sizeof(extra) / sizeof(extra[0]); i++) {
+        const char *line = i < n ? t[i].example : extra[i - n];
+        size_t len = strlen(line);
+        for (size_t k = 0; k <= len; k++) {
+            char *copy = malloc(k ? k : 1);
+            memcpy(copy, line, k);
+            classify_line(copy, k, NULL);
+            progparse_line(copy, k, &pp);
+            struct diag_line ln = { (int)(i % 4), ++seq, T0 + (int64_t)seq, copy, k };
+            diag_feed(d, &ln, s, 8);
+            free(copy);
+            lines++;
+        }
+    }
+    unsigned x = 12345;
+    for (int i = 0; i < 20000; i++) {
+        char buf[96];
+        size_t k = (size_t)(i % 96);
+        for (size_t j = 0; j < k; j++) {
+            x = x * 1103515245u + 12345u;
+            static const char alphabet[] = "{'|%=:[]rank0123456789 .eE-nan";
+            unsigned r = x >> 16;
+            buf[j] = i % 3 ? alphabet[r % (sizeof(alphabet) - 1)] : (char)(r & 0xff);
+        }
+        char *copy = malloc(k ? k : 1);
+        memcpy(copy, buf, k);
+        struct diag_line ln = { i % 7, ++seq, T0 + (int64_t)seq, copy, k };
+        diag_feed(d, &ln, s, 8);
+        free(copy);
+    }
+    json_t *j = diag_json(d);
+    char *txt = json_dumps(j, JSON_COMPACT);
+    CHECK(txt && utf8_valid(txt, strlen(txt)));
+    CHECK(lines > 5000);
+    free(txt);
+    json_decref(j);
+    diag_free(d);
+}
+
 int main(void)
 {
     test_empty();
@@ -269,5 +330,6 @@ int main(void)
     test_stall_and_events();
     test_hostile_bytes();
     test_endings();
+    test_truncations();
     return check_done();
 }

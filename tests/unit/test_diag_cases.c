@@ -133,8 +133,14 @@ static struct diag *load(const char *path, int *nlines)
                    (rest = fields(line, &t, &r)) != NULL) {
             int rank = strcmp(r, "-") == 0 ? -1 : (int)strtol(r, NULL, 10);
             if (line[0] == 'L') {
-                struct diag_line ln = { rank, ++seq, at_time(t), rest, strlen(rest) };
-                diag_feed(d, &ln, NULL, 0);
+                /* An exact-size copy: nothing may read past a line (ASan checks). */
+                size_t n = strlen(rest);
+                char *copy = xmalloc(n ? n : 1);
+                memcpy(copy, rest, n);
+                struct diag_line ln = { rank, ++seq, at_time(t), copy, n };
+                struct progress_sample s[8];
+                diag_feed(d, &ln, s, 8);
+                free(copy);
             } else if (line[0] == 'E') {
                 do_ending(d, t, rank, rest);
             } else {

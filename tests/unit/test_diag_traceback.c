@@ -2,6 +2,8 @@
  * and server/diag/ending (rank endings and platform events). */
 #include "tests/unit/check.h"
 
+#include <stdlib.h>
+
 #include "server/diag/ending.h"
 #include "server/diag/traceback.h"
 
@@ -195,6 +197,43 @@ static void test_torchrun(void)
     traceback_free(tb);
 }
 
+/* Lines are byte ranges, not C strings: nothing may read past them. Each line is fed from a
+ * heap copy of exactly its length, so AddressSanitizer catches any over-read. */
+static void test_unterminated(void)
+{
+    static const char *const lines[] = {
+        "Traceback (most recent call last):",
+        "  File \"a.py\", line 1, in f",
+        "    ^^^^^^",
+        "",
+        "    x",
+        "ValueError: v",
+    };
+    struct traceback *tb = traceback_new();
+    traceback_start(tb, 1);
+    for (size_t i = 1; i < sizeof(lines) / sizeof(lines[0]); i++) {
+        size_t n = strlen(lines[i]);
+        char *copy = malloc(n ? n : 1);
+        memcpy(copy, lines[i], n);
+        traceback_feed(tb, (int64_t)i, copy, n);
+        free(copy);
+    }
+    CHECK_STR(traceback_exc(tb)->type, "ValueError");
+    size_t n = sizeof(torchrun_report) / sizeof(torchrun_report[0]);
+    traceback_start(tb, 100);
+    enum traceback_event ev = TRACEBACK_NOT_MINE;
+    for (size_t i = 1; i < n; i++) {
+        size_t len = strlen(torchrun_report[i]);
+        char *copy = malloc(len ? len : 1);
+        memcpy(copy, torchrun_report[i], len);
+        ev = traceback_feed(tb, 100 + (int64_t)i, copy, len);
+        free(copy);
+    }
+    CHECK_INT(ev, TRACEBACK_TORCHRUN);
+    CHECK_INT(traceback_report(tb)->n, 2);
+    traceback_free(tb);
+}
+
 static void classify_end(const struct ending *e, struct ending_class *c)
 {
     ending_classify(e, c);
@@ -298,6 +337,7 @@ int main(void)
     test_exception_lines();
     test_abandon();
     test_torchrun();
+    test_unterminated();
     test_endings();
     test_events();
     return check_done();
