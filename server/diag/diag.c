@@ -252,6 +252,9 @@ static struct finding *record(struct diag *d, struct finding *f, int64_t seq)
          * bus"): the code identifies it, not the wording. */
         bool same = strcmp(g->id, f->id) == 0 ||
                     (g->kind == DIAG_XID && f->kind == DIAG_XID && g->num == f->num);
+        /* Different exceptions of one rank are different findings. */
+        if (same && g->exc && f->exc && strcmp(g->exc->type, f->exc->type) != 0)
+            same = false;
         if (g->rank != f->rank || g->prank != f->prank || !same)
             continue;
         g->count++;

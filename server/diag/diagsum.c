@@ -69,8 +69,8 @@ static bool eligible(const struct diag *d, const struct finding *f, enum diag_ro
     if (f->role != tier)
         return false;
     if (tier == DIAG_CAUSE && d->ended_ns && d->opt.history_ns < d->ended_ns &&
-        ftime(f) < d->ended_ns - d->opt.history_ns)
-        return false;
+        f->last_time_ns < d->ended_ns - d->opt.history_ns)
+        return false; /* its last occurrence is long before the first rank ended */
     /* A scheduling or image problem of a rank that ran anyway is history, not the failure. */
     if ((f->kind == DIAG_SCHEDULING || f->kind == DIAG_IMAGE_PULL ||
          f->kind == DIAG_LAUNCH_ERROR) &&

@@ -262,6 +262,26 @@ static void test_endings(void)
     diag_free(d);
 }
 
+/* One rank's exceptions: the same type repeats into one finding, another type is its own. */
+static void test_exception_identity(void)
+{
+    struct diag *d = diag_new(NULL);
+    for (int i = 0; i < 3; i++) {
+        feed(d, 4, 10.0 * i, "Traceback (most recent call last):", NULL, 0);
+        feed(d, 4, 10.0 * i, "  File \"/w/up.py\", line 3, in push", NULL, 0);
+        feed(d, 4, 10.0 * i, "ConnectionError: upload failed", NULL, 0);
+    }
+    feed(d, 4, 40.0, "Traceback (most recent call last):", NULL, 0);
+    feed(d, 4, 40.0, "  File \"/w/train.py\", line 9, in step", NULL, 0);
+    feed(d, 4, 40.0, "KeyError: 'labels'", NULL, 0);
+    json_t *j = diag_json(d);
+    CHECK_INT(json_array_size(json_object_get(j, "findings")), 2);
+    CHECK_INT(jsonx_int(finding(j, 0), "count", 0), 3);
+    CHECK_STR(jsonx_str(json_object_get(finding(j, 1), "exception"), "type"), "KeyError");
+    json_decref(j);
+    diag_free(d);
+}
+
 /* Every prefix of every known line, and random bytes, through the whole per-line path from
  * exact-size copies: boundary reads show up under AddressSanitizer, crashes anywhere. */
 static void test_truncations(void)
@@ -330,6 +350,7 @@ int main(void)
     test_stall_and_events();
     test_hostile_bytes();
     test_endings();
+    test_exception_identity();
     test_truncations();
     return check_done();
 }
