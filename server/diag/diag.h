@@ -4,7 +4,7 @@
  * keeps findings (deduplicated per rank and signature, with the sequence numbers of their
  * evidence lines), and answers "which rank failed first and why" (diag_summarize, diag_json).
  *
- * First failure: findings are causes, symptoms, consequences or context (patterns.h). The
+ * First failure: findings are causes, symptoms, consequences or context (kinds.h). The
  * answer is the earliest cause; within a short burst of the same rank the most specific cause
  * (an OOM beats the NCCL error it triggered); a platform cause (preemption, eviction, node
  * lost, deadline) within the cascade window beats application errors it provoked; causes

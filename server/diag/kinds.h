@@ -64,7 +64,7 @@ struct diag_kind_info {
     int priority;        /* among one rank's causes in one burst, the higher explains more */
     bool node_fault;     /* the node itself is suspect: avoid it on restart */
     bool infra;          /* the platform ended the rank (preemption...); outranks app errors */
-    const char *summary; /* template for findings without a pattern (endings, events) */
+    const char *summary; /* template (syntax in patterns.h) for findings without their own */
 };
 
 struct diag_xid {
