@@ -399,58 +399,72 @@ static bool is_dns1035(const char *s, size_t len)
     return true;
 }
 
-/* Without values: could the name ever be valid? Literal characters must be DNS-1035 ones, a
- * literal start a letter, a literal end a letter or digit. With values: is it valid? */
+/* Without values (validating): could the name ever be valid? Fixed characters must be
+ * DNS-1035 ones, a fixed start a letter, a fixed end a letter or digit, at most 63 fixed.
+ * With values: values may have left '-' at either end (fixed text cannot), which is trimmed;
+ * then the whole must be a DNS-1035 label. */
 static int check_name(struct walk *w, struct buf *b)
 {
-    const char *s = buf_cstr(b);
     size_t literal = 0;
-    bool holes = memchr(s, HOLE, b->len) != NULL;
-    if (!holes && !is_dns1035(s, b->len))
-        return problem(w,
-                       "\"%s\" is not a valid DNS-1035 name (a-z, 0-9 and '-', starting with "
-                       "a letter, ending with a letter or digit, at most 63)",
-                       s);
+    if (w->vals) {
+        while (b->len > 0 && b->data[b->len - 1] == '-')
+            b->data[--b->len] = '\0';
+        size_t start = 0;
+        while (start < b->len && b->data[start] == '-')
+            start++;
+        buf_consume(b, start);
+        if (!is_dns1035(buf_cstr(b), b->len))
+            return problem(w,
+                           "\"%s\" is not a valid DNS-1035 name once substituted (a-z, 0-9 and "
+                           "'-', starting with a letter, at most 63)",
+                           buf_cstr(b));
+        return 0;
+    }
     for (size_t i = 0; i < b->len; i++) {
-        if (s[i] == HOLE)
+        char c = b->data[i];
+        if (c == HOLE)
             continue;
         literal++;
-        if (!dns_char(s[i]) || (i == 0 && !(s[i] >= 'a' && s[i] <= 'z')) ||
-            (i == b->len - 1 && s[i] == '-'))
+        if (!dns_char(c) || (i == 0 && !(c >= 'a' && c <= 'z')) || (i == b->len - 1 && c == '-'))
             return problem(w, "%s",
                            "can never be a valid DNS-1035 name: its fixed text has "
-                           "characters other than a-z, 0-9 and '-' or starts or ends "
-                           "wrongly");
+                           "characters other than a-z, 0-9 and '-', or starts or ends "
+                           "with one that cannot");
     }
+    if (literal == 0 && b->len == 0)
+        return problem(w, "%s", "a name is required");
     if (literal > DNS_MAX)
         return problem(w, "%s", "fixed text is longer than 63 characters");
     return 0;
 }
 
-/* Label values: at most 63 characters, alphanumeric at both ends. Substituted text is cut and
- * trimmed to fit; fixed text must already fit. */
+/* Label values: at most 63 characters of [A-Za-z0-9._-], alphanumeric at both ends. Fixed text
+ * must fit (checked when validating); substituted values are cut and trimmed to fit. */
 static int finish_label(struct walk *w, struct buf *b)
 {
     size_t literal = 0;
-    for (size_t i = 0; i < b->len; i++) {
-        if (b->data[i] == HOLE)
-            continue;
-        literal++;
-        if (!label_char(b->data[i]))
-            return problem(w, "%s", "label values may only hold A-Z, a-z, 0-9, '-', '_' and '.'");
+    if (!w->vals) {
+        for (size_t i = 0; i < b->len; i++) {
+            if (b->data[i] == HOLE)
+                continue;
+            literal++;
+            if (!label_char(b->data[i]))
+                return problem(w, "%s",
+                               "label values may only hold A-Z, a-z, 0-9, '-', '_' and '.'");
+        }
+        if (literal > DNS_MAX)
+            return problem(w, "%s", "label value is longer than 63 characters");
+        return 0;
     }
-    if (literal > DNS_MAX)
-        return problem(w, "%s", "label value is longer than 63 characters");
     if (b->len > DNS_MAX) {
         b->len = DNS_MAX;
         b->data[b->len] = '\0';
     }
-    size_t start = 0;
-    while (start < b->len && !isalnum((unsigned char)b->data[start]) && b->data[start] != HOLE)
-        start++;
-    while (b->len > start && !isalnum((unsigned char)b->data[b->len - 1]) &&
-           b->data[b->len - 1] != HOLE)
+    while (b->len > 0 && !isalnum((unsigned char)b->data[b->len - 1]))
         b->data[--b->len] = '\0';
+    size_t start = 0;
+    while (start < b->len && !isalnum((unsigned char)b->data[start]))
+        start++;
     buf_consume(b, start);
     return 0;
 }
@@ -588,7 +602,6 @@ static void check_values(struct walk *w)
 static json_t *run(const json_t *tmpl, const struct jobtemplate_values *vals, struct err *err)
 {
     struct walk w = { .tmpl = tmpl, .vals = vals, .err = err, .inline_names = BUF_INIT };
-    buf_putc(&w.inline_names, '\n');
     struct err local;
     err_init(&local);
     if (!err)
@@ -598,6 +611,7 @@ static json_t *run(const json_t *tmpl, const struct jobtemplate_values *vals, st
         err_release(&local);
         return NULL;
     }
+    buf_putc(&w.inline_names, '\n');
     w.vars = json_object_get(tmpl, "variables");
     check_variables(&w);
     find_script(&w);

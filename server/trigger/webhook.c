@@ -19,9 +19,9 @@ static const char *const event_names[WEBHOOK_EVENT_COUNT] = {
     "job.cancelled", "job.stalled", "job.restarted", "webhook.test",
 };
 
-/* Slack wording, and whether it reads as bad news. */
+/* How a Slack message words each event. */
 static const char *const event_verbs[WEBHOOK_EVENT_COUNT] = {
-    "was accepted", "started",         "succeeded",   "failed",
+    "was accepted",  "started",       "succeeded",     "failed",
     "was cancelled", "looks stalled", "was restarted", "test message",
 };
 

@@ -88,9 +88,10 @@ static inline int testpki_sh(const struct testpki *p, const char *fmt, ...)
 
 static inline int testpki_make(struct testpki *p)
 {
-    const char *issue = "openssl req -newkey rsa:2048 -nodes -keyout %s.key -out %s.csr -subj /CN=%s"
-                        " && openssl x509 -req -in %s.csr -CA ca.pem -CAkey ca.key -CAcreateserial"
-                        " -days 2 -out %s.pem -extfile %s.ext";
+    const char *issue =
+        "openssl req -newkey rsa:2048 -nodes -keyout %s.key -out %s.csr -subj /CN=%s"
+        " && openssl x509 -req -in %s.csr -CA ca.pem -CAkey ca.key -CAcreateserial"
+        " -days 2 -out %s.pem -extfile %s.ext";
     FILE *f;
     char path[128];
     snprintf(path, sizeof(path), "%s/srv.ext", p->dir);
@@ -183,8 +184,10 @@ static inline int testpki_sign(const struct testpki *p, const char *key, const c
         return -1;
     }
     fclose(f);
-    if (testpki_sh(p, "openssl dgst -%s -sign %s.key -out sig.bin tosign && "
-                      "openssl base64 -A -in sig.bin -out sig.b64", md, key))
+    if (testpki_sh(p,
+                   "openssl dgst -%s -sign %s.key -out sig.bin tosign && "
+                   "openssl base64 -A -in sig.bin -out sig.b64",
+                   md, key))
         return -1;
     snprintf(path, sizeof(path), "%s/sig.b64", p->dir);
     f = fopen(path, "rb");

@@ -12,9 +12,9 @@
 
 #define SECRET "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 #define MSG_ID "msg_p5jXN8AQM9LWM0D4loKWxJek"
-#define BODY "{\"test\": 2432232314}"
-#define SIG "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
-#define TS 1614265330
+#define BODY   "{\"test\": 2432232314}"
+#define SIG    "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
+#define TS     1614265330
 
 static void test_stdwebhook_vector(void)
 {
@@ -25,28 +25,30 @@ static void test_stdwebhook_vector(void)
     const char *secrets[] = { SECRET };
     struct err err;
     err_init(&err);
-    CHECK_INT(stdwebhook_verify(secrets, 1, MSG_ID, "1614265330", SIG, BODY, strlen(BODY), TS, 300,
-                                &err),
-              0);
+    CHECK_INT(
+        stdwebhook_verify(secrets, 1, MSG_ID, "1614265330", SIG, BODY, strlen(BODY), TS, 300, &err),
+        0);
     /* Several signatures in the header, one of them ours; unknown schemes are skipped. */
-    CHECK_INT(stdwebhook_verify(secrets, 1, MSG_ID, "1614265330",
-                                "v1a,AAAA v1,bm9wZQ== " SIG, BODY, strlen(BODY), TS, 300, &err),
+    CHECK_INT(stdwebhook_verify(secrets, 1, MSG_ID, "1614265330", "v1a,AAAA v1,bm9wZQ== " SIG, BODY,
+                                strlen(BODY), TS, 300, &err),
               0);
     /* Rotation: the second configured secret matches. */
-    const char *rotated[] = { "whsec_" "c2Vjb25kLXNlY3JldC1hdC1sZWFzdC0xNg==", SECRET };
-    CHECK_INT(stdwebhook_verify(rotated, 2, MSG_ID, "1614265330", SIG, BODY, strlen(BODY), TS, 300,
-                                &err),
-              0);
+    const char *rotated[] = { "whsec_"
+                              "c2Vjb25kLXNlY3JldC1hdC1sZWFzdC0xNg==",
+                              SECRET };
+    CHECK_INT(
+        stdwebhook_verify(rotated, 2, MSG_ID, "1614265330", SIG, BODY, strlen(BODY), TS, 300, &err),
+        0);
     CHECK_INT(err.code, ERR_NONE);
     /* Stale, early, tampered, wrong id, missing. */
-    CHECK_INT(stdwebhook_verify(secrets, 1, MSG_ID, "1614265330", SIG, BODY, strlen(BODY),
-                                TS + 301, 300, &err),
+    CHECK_INT(stdwebhook_verify(secrets, 1, MSG_ID, "1614265330", SIG, BODY, strlen(BODY), TS + 301,
+                                300, &err),
               -1);
     CHECK_INT(err.code, ERR_UNAUTHORIZED);
     CHECK(strstr(err.msg, "webhook-timestamp") != NULL);
     err_release(&err);
-    CHECK_INT(stdwebhook_verify(secrets, 1, MSG_ID, "1614265330", SIG, BODY, strlen(BODY),
-                                TS - 301, 300, &err),
+    CHECK_INT(stdwebhook_verify(secrets, 1, MSG_ID, "1614265330", SIG, BODY, strlen(BODY), TS - 301,
+                                300, &err),
               -1);
     err_release(&err);
     CHECK_INT(stdwebhook_verify(secrets, 1, MSG_ID, "1614265330", SIG, "{\"test\": 2432232315}",
@@ -61,9 +63,9 @@ static void test_stdwebhook_vector(void)
     CHECK_INT(stdwebhook_verify(secrets, 1, MSG_ID, NULL, SIG, BODY, strlen(BODY), TS, 300, &err),
               -1);
     err_release(&err);
-    CHECK_INT(stdwebhook_verify(secrets, 1, MSG_ID, "16142653x", SIG, BODY, strlen(BODY), TS, 300,
-                                &err),
-              -1);
+    CHECK_INT(
+        stdwebhook_verify(secrets, 1, MSG_ID, "16142653x", SIG, BODY, strlen(BODY), TS, 300, &err),
+        -1);
     err_release(&err);
     /* A truncated signature is not a prefix match. */
     CHECK_INT(stdwebhook_verify(secrets, 1, MSG_ID, "1614265330",
@@ -121,8 +123,9 @@ static void test_modes(void)
 
     /* EventBridge API_KEY: a header of our choosing. */
     const char *keys[] = { "k-0123456789" };
-    struct hookauth header = { .mode = HOOKAUTH_HEADER, .header = "x-api-key", .secrets = keys,
-                               .nsecrets = 1 };
+    struct hookauth header = {
+        .mode = HOOKAUTH_HEADER, .header = "x-api-key", .secrets = keys, .nsecrets = 1
+    };
     struct fake_headers h2 = { { "X-Api-Key", "k-0123456789", NULL } };
     CHECK_INT(auth(&header, &h2, "{}", 0), ERR_NONE);
     h2.kv[1] = "k-012345678";
@@ -168,8 +171,9 @@ static void test_validate(void)
     CHECK_STR(err.fields[0].pointer, "/auth/secrets");
     err_release(&err);
     const char *ok[] = { "abcdefgh1234" };
-    struct hookauth hdr = { .mode = HOOKAUTH_HEADER, .header = "Authorization", .secrets = ok,
-                            .nsecrets = 1 };
+    struct hookauth hdr = {
+        .mode = HOOKAUTH_HEADER, .header = "Authorization", .secrets = ok, .nsecrets = 1
+    };
     CHECK_INT(hookauth_validate(&hdr, &err), -1);
     err_release(&err);
     hdr.header = "x-api-key";
@@ -231,8 +235,9 @@ static void test_statuses(void)
     CHECK_INT(o, TRIGGER_IGNORED);
 
     const char *keys[] = { "eventbridge-key-1" };
-    struct trigger eb = { .auth = { .mode = HOOKAUTH_HEADER, .header = "x-api-key",
-                                    .secrets = keys, .nsecrets = 1 } };
+    struct trigger eb = {
+        .auth = { .mode = HOOKAUTH_HEADER, .header = "x-api-key", .secrets = keys, .nsecrets = 1 }
+    };
     struct fake_headers ebh = { { "User-Agent", "Amazon/EventBridge/ApiDestinations", "x-api-key",
                                   "eventbridge-key-1", NULL } };
     CHECK_INT(status_of(&eb, &ebh, "eventbridge-created.json", NULL, &o), 200);

@@ -54,10 +54,10 @@ static void test_decode_key(void)
     check_decoded("test%2F10%3A47", "test/10:47");
     check_decoded("caf%C3%A9", "caf\xc3\xa9");
     check_decoded("caf%c3%a9", "caf\xc3\xa9");
-    check_bad_key("a%00b");   /* NUL would cut the key short */
-    check_bad_key("a%zzb");   /* not hex */
-    check_bad_key("a%2");     /* truncated escape */
-    check_bad_key("%C3%28");  /* invalid UTF-8 */
+    check_bad_key("a%00b");  /* NUL would cut the key short */
+    check_bad_key("a%zzb");  /* not hex */
+    check_bad_key("a%2");    /* truncated escape */
+    check_bad_key("%C3%28"); /* invalid UTF-8 */
     check_bad_key("");
     char longkey[1100];
     memset(longkey, 'a', 1025);
@@ -190,10 +190,10 @@ static void test_minio(void)
 
 static void test_sns_parse(void)
 {
-    struct fake_headers hdr = { { "x-amz-sns-message-type", "Notification",
-                                  "x-amz-sns-message-id", "22b80b92-fdea-4c2c-8f9d-bdfb0c7bf324",
-                                  "x-amz-sns-topic-arn", "arn:aws:sns:eu-west-1:111122223333:uploads",
-                                  "Content-Type", "text/plain; charset=UTF-8", NULL } };
+    struct fake_headers hdr = { { "x-amz-sns-message-type", "Notification", "x-amz-sns-message-id",
+                                  "22b80b92-fdea-4c2c-8f9d-bdfb0c7bf324", "x-amz-sns-topic-arn",
+                                  "arn:aws:sns:eu-west-1:111122223333:uploads", "Content-Type",
+                                  "text/plain; charset=UTF-8", NULL } };
     struct hook h;
     struct err err;
     CHECK_INT(parse("sns-notification.json", &hdr, &h, &err), 0);
@@ -230,8 +230,8 @@ static void test_sns_parse(void)
     err_release(&err);
 
     /* Raw delivery: the body is the bare S3 document. */
-    struct fake_headers raw = { { "x-amz-sns-message-type", "Notification",
-                                  "x-amz-sns-rawdelivery", "true", NULL } };
+    struct fake_headers raw = { { "x-amz-sns-message-type", "Notification", "x-amz-sns-rawdelivery",
+                                  "true", NULL } };
     CHECK_INT(parse("s3-put.json", &raw, &h, &err), 0);
     CHECK_INT(h.sender, HOOK_SENDER_SNS);
     CHECK_INT(h.events.items[0].source, S3EVENT_SOURCE_SNS);
@@ -314,9 +314,10 @@ static void test_errors(void)
     err_release(&err);
     buf_release(&deep);
     struct hook_limits small = { .max_body = 64 };
-    CHECK_INT(parse_text("{\"Records\": [], \"padding\": \"..........................................\"}",
-                         &small, &err),
-              -1);
+    CHECK_INT(
+        parse_text("{\"Records\": [], \"padding\": \"..........................................\"}",
+                   &small, &err),
+        -1);
     CHECK_INT(err.code, ERR_TOO_LARGE);
     err_release(&err);
 
@@ -360,9 +361,13 @@ static void test_sequencer(void)
 static struct s3event sample(const char *bucket, const char *key, const char *version,
                              const char *seq)
 {
-    struct s3event e = { .bucket = (char *)bucket, .key = (char *)key, .size = 100,
-                         .etag = (char *)"e", .version_id = (char *)version,
-                         .sequencer = (char *)seq, .event_name = (char *)"ObjectCreated:Put",
+    struct s3event e = { .bucket = (char *)bucket,
+                         .key = (char *)key,
+                         .size = 100,
+                         .etag = (char *)"e",
+                         .version_id = (char *)version,
+                         .sequencer = (char *)seq,
+                         .event_name = (char *)"ObjectCreated:Put",
                          .event_time = (char *)"2024-05-01T10:20:30Z" };
     return e;
 }
@@ -371,8 +376,12 @@ static void test_rules(void)
 {
     const char *const created[] = { "s3:ObjectCreated:*" };
     const char *const put_only[] = { "s3:ObjectCreated:Put" };
-    struct triggerrule r = { .bucket = "datasets", .prefix = "incoming/", .suffix = ".tar",
-                             .events = created, .nevents = 1, .min_size = 50 };
+    struct triggerrule r = { .bucket = "datasets",
+                             .prefix = "incoming/",
+                             .suffix = ".tar",
+                             .events = created,
+                             .nevents = 1,
+                             .min_size = 50 };
     struct s3event e = sample("datasets", "incoming/run 42/data=v2.tar", "", "0A");
     char why[160];
     CHECK(triggerrule_match(&r, &e, why, sizeof(why)));

@@ -1,8 +1,8 @@
 /*
  * Tests of SNS verification (server/trigger/sns.c) and of the SNS path through trigger_receive:
- * canonical strings against the .sts files in data/trigger (built from the reference by hand), URL checks,
- * and real signatures: a CA, a signing certificate and SignatureVersion 1 and 2 signatures made
- * with the openssl CLI, the certificate served over HTTPS by `openssl s_server` on 127.0.0.1,
+ * canonical strings against the .sts files in data/trigger (built from the reference by hand), URL
+ * checks, and real signatures: a CA, a signing certificate and SignatureVersion 1 and 2 signatures
+ * made with the openssl CLI, the certificate served over HTTPS by `openssl s_server` on 127.0.0.1,
  * which test mode (and only test mode) accepts as the certificate host.
  */
 #include "tests/unit/check.h"
@@ -42,9 +42,9 @@ static void test_string_to_sign(void)
     }
     /* A Notification without Subject leaves the Subject lines out entirely. */
     json_t *doc = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "Type", "Notification",
-                            "MessageId", "m1", "TopicArn", "arn:t", "Message", "a\nb",
-                            "Timestamp", "2024-05-01T10:20:31.456Z", "SignatureVersion", "1",
-                            "Signature", "AA==", "SigningCertURL", "https://x/y.pem");
+                            "MessageId", "m1", "TopicArn", "arn:t", "Message", "a\nb", "Timestamp",
+                            "2024-05-01T10:20:31.456Z", "SignatureVersion", "1", "Signature",
+                            "AA==", "SigningCertURL", "https://x/y.pem");
     struct sns_message m;
     struct buf got = BUF_INIT;
     CHECK_INT(sns_message_parse(doc, &m, NULL), 0);
@@ -123,9 +123,9 @@ static char *signed_message(const char *name, const char *certfile, const char *
         sns_string_to_sign(&m, &sts);
         sns_message_release(&m);
     }
-    CHECK_INT(testpki_sign(&pki, key, strcmp(ver, "1") == 0 ? "sha1" : "sha256", sts.data,
-                           sts.len, &sig),
-              0);
+    CHECK_INT(
+        testpki_sign(&pki, key, strcmp(ver, "1") == 0 ? "sha1" : "sha256", sts.data, sts.len, &sig),
+        0);
     json_object_set_new(doc, "Signature", json_string(buf_cstr(&sig)));
     char *text = jsonx_dumps(doc);
     json_decref(doc);
@@ -367,8 +367,8 @@ static void test_trigger_sns(void)
     /* Raw delivery has no signature to check. */
     struct buf raw = BUF_INIT;
     fixture("s3-put.json", &raw);
-    struct fake_headers rh = { { "x-amz-sns-message-type", "Notification",
-                                 "x-amz-sns-rawdelivery", "true", NULL } };
+    struct fake_headers rh = { { "x-amz-sns-message-type", "Notification", "x-amz-sns-rawdelivery",
+                                 "true", NULL } };
     struct hook_request req = fake_request(&rh, &raw);
     trigger_result_init(&r);
     trigger_receive(&t, &req, v, now, &r);
