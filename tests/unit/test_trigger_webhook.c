@@ -53,11 +53,23 @@ static const char *find_header(const char *head, const char *name, char *out, si
     return NULL;
 }
 
+/* Waits for bytes on c; false when the receiver is being stopped. */
+static bool readable(struct receiver *r, int c)
+{
+    struct pollfd p = { c, POLLIN, 0 };
+    while (!r->stop)
+        if (poll(&p, 1, 50) > 0)
+            return true;
+    return false;
+}
+
 /* Serves requests on one connection until the client closes it; -1 to close it ourselves. */
 static int serve_one(struct receiver *r, int c, char *buf, size_t *have)
 {
     char *end;
     while (!(end = strstr(buf, "\r\n\r\n"))) {
+        if (!readable(r, c))
+            return -1;
         ssize_t n = recv(c, buf + *have, 65535 - *have, 0);
         if (n <= 0)
             return -1;
@@ -72,6 +84,8 @@ static int serve_one(struct receiver *r, int c, char *buf, size_t *have)
     find_header(buf, "webhook-timestamp", ts, sizeof(ts));
     find_header(buf, "webhook-signature", sig, sizeof(sig));
     while (*have < head + clen) {
+        if (!readable(r, c))
+            return -1;
         ssize_t n = recv(c, buf + *have, 65535 - *have, 0);
         if (n <= 0)
             return -1;
