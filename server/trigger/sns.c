@@ -10,6 +10,7 @@
 #include "server/trigger/sns.h"
 
 #include <curl/curl.h>
+#include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
@@ -379,6 +380,8 @@ out:
     sk_X509_pop_free(extra, X509_free);
     X509_free(cert);
     BIO_free(bio);
+    if (rc < 0)
+        ERR_clear_error(); /* leave no stale errors for the next OpenSSL user on this thread */
     return rc;
 }
 
@@ -476,5 +479,7 @@ out:
     EVP_PKEY_free(key);
     buf_release(&sig);
     buf_release(&sts);
+    if (rc < 0)
+        ERR_clear_error();
     return rc;
 }
