@@ -23,8 +23,8 @@
 #include "server/trigger/sns.h"
 
 /* Returns the value of the named request header (case-insensitive name) or NULL. The string
- * must stay valid while the request is processed (libmicrohttpd's MHD_lookup_connection_value
- * fits as is). */
+ * must stay valid while the request is processed: a two-line adapter over libmicrohttpd's
+ * MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name), which ignores case. */
 typedef const char *(*hook_header_fn)(void *ctx, const char *name);
 
 struct hook_request {
