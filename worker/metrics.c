@@ -46,10 +46,13 @@ static int emit(const char *name, size_t nlen, const char *val, size_t vlen, str
 /* Value of a dict entry starting at p: a number, or tensor(number...). Sets *vs and *vl. */
 static const char *dict_value(const char *p, const char *e, const char **vs, size_t *vl)
 {
+    int depth = 0;
     while (p < e && *p == ' ')
         p++;
-    if (e - p > 7 && memcmp(p, "tensor(", 7) == 0)
+    if (e - p > 7 && memcmp(p, "tensor(", 7) == 0) {
         p += 7;
+        depth = 1;
+    }
     *vs = p;
     while (p < e && *p != ',' && *p != '}' && *p != ')')
         p++;
@@ -57,7 +60,6 @@ static const char *dict_value(const char *p, const char *e, const char **vs, siz
     while (*vl > 0 && (*vs)[*vl - 1] == ' ')
         (*vl)--;
     /* skip to the comma that ends this entry (past a tensor's device=... arguments) */
-    int depth = 0;
     while (p < e && !(depth == 0 && (*p == ',' || *p == '}'))) {
         depth += *p == '(' ? 1 : *p == ')' ? -1 : 0;
         p++;

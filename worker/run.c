@@ -324,7 +324,7 @@ int run_main(int argc, char **argv, const struct rankenv *re)
         reporter_stop(rep);
         struct reporter_stats st;
         reporter_stats(rep, &st);
-        if (st.pending || st.dropped_total)
+        if (rankenv_get("TRAINYARD_URL") && (st.pending || st.dropped_total))
             fprintf(stderr, "trainyard-worker: %zu metric(s) not delivered, %llu dropped\n",
                     st.pending, (unsigned long long)st.dropped_total);
         reporter_free(rep);
