@@ -126,8 +126,9 @@ int main(void)
     for (int s = 0; s < NSIZES; s++)
         tcp[s] = tcp_exchange(a, sizes[s]);
     waitpid(peer, NULL, 0);
-    printf("all-reduce between 2 local ranks, libfabric %s vs plain TCP exchange of the same bytes\n",
-           getenv("FI_PROVIDER"));
+    printf(
+        "all-reduce between 2 local ranks, libfabric %s vs plain TCP exchange of the same bytes\n",
+        getenv("FI_PROVIDER"));
     printf("  %8s %16s %16s %16s\n", "bytes", "fabric algbw", "fabric busbw", "tcp copy");
     for (int s = 0; s < NSIZES; s++)
         printf("  %7zuM %11.2f GB/s %11.2f GB/s %11.2f GB/s\n", sizes[s] >> 20,

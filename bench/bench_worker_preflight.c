@@ -15,6 +15,10 @@ static void run(int rank, int world, const char *spec, int print)
     struct preflight_opts o;
     struct preflight p;
     struct rankenv re = { .rank = rank, .world_size = world, .local_rank = rank };
+    if (world > 1) {
+        snprintf(re.master_addr, sizeof(re.master_addr), "127.0.0.1");
+        re.master_port = 29499;
+    }
     preflight_opts_default(&o);
     o.rdzv = spec;
     o.timeout_ms = 20000;

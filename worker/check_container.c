@@ -33,7 +33,8 @@ static void check_shm(struct check_ctx *c)
     enum pf_status st = size >= (double)c->opts->shm_min ? PF_PASS : PF_FAIL;
     preflight_add(c->report, "container.shm", st, d, "%s is %.0f MiB, need %.0f MiB%s", path,
                   size / MiB, (double)c->opts->shm_min / MiB,
-                  st == PF_FAIL ? " (raise the pod's /dev/shm: an emptyDir with medium Memory)" : "");
+                  st == PF_FAIL ? " (raise the pod's /dev/shm: an emptyDir with medium Memory)"
+                                : "");
 }
 
 static void check_disk(struct check_ctx *c)
@@ -78,8 +79,8 @@ static void check_master(struct check_ctx *c)
     const struct rankenv *re = c->re;
     struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *ai = NULL;
     if (!re->master_addr[0]) {
-        preflight_add(c->report, "container.master_addr",
-                      re->world_size > 1 ? PF_FAIL : PF_SKIP, NULL, "%s",
+        preflight_add(c->report, "container.master_addr", re->world_size > 1 ? PF_FAIL : PF_SKIP,
+                      NULL, "%s",
                       re->world_size > 1 ? "MASTER_ADDR is not set"
                                          : "skipped: single rank, MASTER_ADDR not set");
     } else {
@@ -97,7 +98,8 @@ static void check_master(struct check_ctx *c)
     }
     /* SO_REUSEADDR: a socket in TIME_WAIT is no obstacle, a listener is. */
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, ok = 0, e = 0;
-    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)re->master_port),
+    struct sockaddr_in sa = { .sin_family = AF_INET,
+                              .sin_port = htons((uint16_t)re->master_port),
                               .sin_addr.s_addr = htonl(INADDR_ANY) };
     if (fd >= 0) {
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
@@ -106,8 +108,8 @@ static void check_master(struct check_ctx *c)
         close(fd);
     }
     preflight_add(c->report, "container.master_port", ok ? PF_PASS : PF_FAIL,
-                  json_pack("{s:i}", "port", re->master_port), "MASTER_PORT %d %s",
-                  re->master_port, ok ? "is free" : strerror(e));
+                  json_pack("{s:i}", "port", re->master_port), "MASTER_PORT %d %s", re->master_port,
+                  ok ? "is free" : strerror(e));
 }
 
 void check_container(struct check_ctx *c)

@@ -48,8 +48,8 @@ void check_cuda(struct check_ctx *c)
         }                                                                                          \
     } while (0)
 
-#define STAGE (64u << 20) /* host buffer for the read-back */
-#define GEMM_N 4096
+#define STAGE      (64u << 20) /* host buffer for the read-back */
+#define GEMM_N     4096
 #define GEMM_ITERS 20
 
 struct gpu {
@@ -175,8 +175,8 @@ static int gemm_rate(cublasHandle_t cb, struct gpu *g, struct err *err)
         if (i == 0)
             CU(cudaEventRecord(e0, 0));
         CB(cublasGemmEx(cb, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)n, (int)n, &alpha, a,
-                        CUDA_R_16BF, (int)n, b, CUDA_R_16BF, (int)n, &beta, c, CUDA_R_16BF,
-                        (int)n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                        CUDA_R_16BF, (int)n, b, CUDA_R_16BF, (int)n, &beta, c, CUDA_R_16BF, (int)n,
+                        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     }
     CU(cudaEventRecord(e1, 0));
     CU(cudaEventSynchronize(e1));

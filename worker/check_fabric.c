@@ -15,8 +15,8 @@
 #include "worker/fabric.h"
 
 #define LAT_ITERS 200
-#define BW_MSG (4u << 20)
-#define BW_ITERS 16
+#define BW_MSG    (4u << 20)
+#define BW_ITERS  16
 
 static void check_providers(struct check_ctx *c)
 {
@@ -38,8 +38,11 @@ static void check_providers(struct check_ctx *c)
                       "%d EFA device(s), %d requested", n, c->opts->efa);
     } else {
         preflight_add(c->report, "fabric.efa_devices", n ? PF_PASS : PF_SKIP,
-                      json_pack("{s:i}", "found", n), n ? "%d EFA device(s)" : "skipped: %d EFA "
-                      "devices and none requested", n);
+                      json_pack("{s:i}", "found", n),
+                      n ? "%d EFA device(s)"
+                        : "skipped: %d EFA "
+                          "devices and none requested",
+                      n);
     }
     buf_release(&names);
     err_release(&err);

@@ -47,9 +47,9 @@ void check_nccl(struct check_ctx *c)
         }                                                                                          \
     } while (0)
 
-#define BIG (256u << 20)
+#define BIG     (256u << 20)
 #define CHECK_N (1u << 20) /* floats in the verified all-reduce */
-#define ITERS 5
+#define ITERS   5
 
 /* Waits for the communicator's pending work (init or enqueue) until deadline. */
 static int comm_wait(ncclComm_t comm, int64_t deadline, struct err *err)
@@ -88,8 +88,8 @@ static int init_comm(struct check_ctx *c, ncclComm_t *comm, int64_t deadline, st
     ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
     int ret = -1;
     cfg.blocking = 0;
-    if (!r || rdzv_barrier(r, "preflight.nccl", re->rank, re->world_size, c->opts->timeout_ms,
-                           err) < 0)
+    if (!r ||
+        rdzv_barrier(r, "preflight.nccl", re->rank, re->world_size, c->opts->timeout_ms, err) < 0)
         goto out;
     if (re->rank == 0) {
         NC(ncclGetUniqueId(&uid));
@@ -112,8 +112,8 @@ out:
 }
 
 /* All-reduce of CHECK_N floats holding rank+1: every element must be n(n+1)/2. */
-static int verify(ncclComm_t comm, cudaStream_t s, int rank, int n, int64_t deadline,
-                  float *dev, struct err *err)
+static int verify(ncclComm_t comm, cudaStream_t s, int rank, int n, int64_t deadline, float *dev,
+                  struct err *err)
 {
     float *h = xmalloc(CHECK_N * sizeof(float));
     int ret = -1;

@@ -16,7 +16,7 @@
 #include "server/core/xalloc.h"
 
 #define MAGIC "TYCKPT01"
-#define BOM 0x01020304u
+#define BOM   0x01020304u
 
 static int write_all(int fd, const void *p, size_t n)
 {

@@ -19,10 +19,10 @@ struct ckpt_meta {
     struct model_config cfg;
     int32_t batch;
     int32_t world_size;
-    unsigned char vocab[256];      /* byte of class i */
-    unsigned char corpus_sha[32];  /* of the training text */
-    double window_loss;            /* sum of the losses since the last logged step */
-    double total_loss;             /* sum of all the losses so far (for train_loss) */
+    unsigned char vocab[256];     /* byte of class i */
+    unsigned char corpus_sha[32]; /* of the training text */
+    double window_loss;           /* sum of the losses since the last logged step */
+    double total_loss;            /* sum of all the losses so far (for train_loss) */
     int32_t window_n;
     int32_t reserved;
 };

@@ -22,8 +22,8 @@
 #include "server/core/xalloc.h"
 
 #define FABRIC_VERSION FI_VERSION(1, 10)
-#define PIECE_MAX (8u << 20) /* bytes per message; larger transfers go in pieces */
-#define MAX_RANKS (1 << 20)
+#define PIECE_MAX      (8u << 20) /* bytes per message; larger transfers go in pieces */
+#define MAX_RANKS      (1 << 20)
 
 struct fabric {
     struct fi_info *info;
@@ -87,8 +87,8 @@ struct fabric *fabric_open(const char *provider, struct err *err)
         goto fail;
     }
     f->mr_local = (f->info->domain_attr->mr_mode & FI_MR_LOCAL) != 0;
-    f->piece = f->info->ep_attr->max_msg_size < PIECE_MAX ? f->info->ep_attr->max_msg_size
-                                                          : PIECE_MAX;
+    f->piece =
+        f->info->ep_attr->max_msg_size < PIECE_MAX ? f->info->ep_attr->max_msg_size : PIECE_MAX;
     return f;
 fail:
     fabric_close(f);
@@ -329,7 +329,7 @@ int fabric_allreduce_sum(struct fabric *f, float *data, size_t n, struct err *er
         f->scratch_n = maxc;
     }
     int right = (r + 1) % w, left = (r + w - 1) % w;
-#define LO(c) ((size_t)(c) * n / (size_t)w)
+#define LO(c)  ((size_t)(c)*n / (size_t)w)
 #define LEN(c) (LO((c) + 1) - LO(c))
     for (int s = 0; s < w - 1; s++) { /* reduce-scatter */
         int sc = (r - s + w) % w, rc = (r - s - 1 + 2 * w) % w;

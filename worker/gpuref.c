@@ -28,7 +28,8 @@ void gpuref_gemm_bf16(int m, int n, int k, const uint16_t *a, const uint16_t *b,
         for (int i = 0; i < m; i++) {
             float acc = 0;
             for (int p = 0; p < k; p++)
-                acc += gpuref_from_bf16(a[(size_t)p * m + i]) * gpuref_from_bf16(b[(size_t)j * k + p]);
+                acc +=
+                    gpuref_from_bf16(a[(size_t)p * m + i]) * gpuref_from_bf16(b[(size_t)j * k + p]);
             c[(size_t)j * m + i] = acc;
         }
     }

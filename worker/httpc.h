@@ -9,8 +9,8 @@
 #include "server/core/err.h"
 
 struct httpc {
-    void *curl; /* CURL * */
-    char *base; /* without trailing '/' */
+    void *curl;    /* CURL * */
+    char *base;    /* without trailing '/' */
     void *headers; /* struct curl_slist * */
 };
 

@@ -58,13 +58,20 @@ static int long_opt(const char *name, const char *text, long min, long max, long
 
 static int cmd_train(int argc, char **argv, const struct rankenv *re)
 {
-    static const struct option opts[] = {
-        { "data", 1, 0, 'd' },      { "steps", 1, 0, 's' },     { "checkpoint-dir", 1, 0, 'c' },
-        { "checkpoint-every", 1, 0, 'e' }, { "seed", 1, 0, 'S' }, { "batch", 1, 0, 'b' },
-        { "lr", 1, 0, 'l' },        { "context", 1, 0, 'C' },   { "embed", 1, 0, 'E' },
-        { "hidden", 1, 0, 'H' },    { "log-every", 1, 0, 'L' }, { "timeout", 1, 0, 't' },
-        { "keep", 1, 0, 'k' },      { 0, 0, 0, 0 }
-    };
+    static const struct option opts[] = { { "data", 1, 0, 'd' },
+                                          { "steps", 1, 0, 's' },
+                                          { "checkpoint-dir", 1, 0, 'c' },
+                                          { "checkpoint-every", 1, 0, 'e' },
+                                          { "seed", 1, 0, 'S' },
+                                          { "batch", 1, 0, 'b' },
+                                          { "lr", 1, 0, 'l' },
+                                          { "context", 1, 0, 'C' },
+                                          { "embed", 1, 0, 'E' },
+                                          { "hidden", 1, 0, 'H' },
+                                          { "log-every", 1, 0, 'L' },
+                                          { "timeout", 1, 0, 't' },
+                                          { "keep", 1, 0, 'k' },
+                                          { 0, 0, 0, 0 } };
     struct train_opts o;
     train_opts_default(&o);
     o.ckpt_dir = getenv("TRAINYARD_CHECKPOINT_DIR");
@@ -95,16 +102,36 @@ static int cmd_train(int argc, char **argv, const struct rankenv *re)
         if (long_opt(name, optarg, 0, c == 'S' ? LONG_MAX : 100000000L, &v) < 0)
             return 2;
         switch (c) {
-        case 's': o.steps = v; break;
-        case 'e': o.ckpt_every = v; break;
-        case 'S': o.seed = (uint64_t)v; break;
-        case 'b': o.batch = (int)v; break;
-        case 'C': o.context = (int)v; break;
-        case 'E': o.embed = (int)v; break;
-        case 'H': o.hidden = (int)v; break;
-        case 'L': o.log_every = (int)v; break;
-        case 't': o.timeout_ms = (int)(v * 1000); break;
-        case 'k': o.keep = (int)v; break;
+        case 's':
+            o.steps = v;
+            break;
+        case 'e':
+            o.ckpt_every = v;
+            break;
+        case 'S':
+            o.seed = (uint64_t)v;
+            break;
+        case 'b':
+            o.batch = (int)v;
+            break;
+        case 'C':
+            o.context = (int)v;
+            break;
+        case 'E':
+            o.embed = (int)v;
+            break;
+        case 'H':
+            o.hidden = (int)v;
+            break;
+        case 'L':
+            o.log_every = (int)v;
+            break;
+        case 't':
+            o.timeout_ms = (int)(v * 1000);
+            break;
+        case 'k':
+            o.keep = (int)v;
+            break;
         }
     }
     if (optind < argc)

@@ -113,8 +113,7 @@ static int parse_pairs(const char *p, const char *e, struct metric_kv *out, int 
     return n;
 }
 
-int metrics_parse_line(const char *line, size_t len, struct metric_kv *out, int max,
-                       int64_t *step)
+int metrics_parse_line(const char *line, size_t len, struct metric_kv *out, int max, int64_t *step)
 {
     const char *p = line, *e = line + len;
     *step = -1;

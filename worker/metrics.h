@@ -21,7 +21,6 @@ struct metric_kv {
 
 /* Parses one line (len bytes, no newline needed). Returns the number of metrics stored in out
  * (at most max); sets *step to the step named in the line, or -1. */
-int metrics_parse_line(const char *line, size_t len, struct metric_kv *out, int max,
-                       int64_t *step);
+int metrics_parse_line(const char *line, size_t len, struct metric_kv *out, int max, int64_t *step);
 
 #endif

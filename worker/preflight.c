@@ -33,9 +33,9 @@ static const struct gpu_expected gpus[] = {
 };
 
 static const struct net_expected nets[] = {
-    { "p4d.24xlarge", 4, 40 },    { "p4de.24xlarge", 4, 40 },   { "p5.48xlarge", 32, 300 },
-    { "p5e.48xlarge", 32, 300 },  { "p5en.48xlarge", 16, 300 }, { "p6-b200.48xlarge", 8, 300 },
-    { "g5.48xlarge", 1, 8 },      { "g6.48xlarge", 1, 8 },      { "g6e.48xlarge", 4, 30 },
+    { "p4d.24xlarge", 4, 40 },   { "p4de.24xlarge", 4, 40 },   { "p5.48xlarge", 32, 300 },
+    { "p5e.48xlarge", 32, 300 }, { "p5en.48xlarge", 16, 300 }, { "p6-b200.48xlarge", 8, 300 },
+    { "g5.48xlarge", 1, 8 },     { "g6.48xlarge", 1, 8 },      { "g6e.48xlarge", 4, 30 },
 };
 
 const struct gpu_expected *preflight_gpu_expected(const char *device_name)
@@ -87,8 +87,8 @@ void preflight_add(struct preflight *p, const char *name, enum pf_status st, jso
     va_start(ap, fmt);
     vsnprintf(detail, sizeof(detail), fmt, ap);
     va_end(ap);
-    json_t *c = json_pack("{s:s,s:s,s:s}", "name", name, "status", pf_status_name(st), "detail",
-                          detail);
+    json_t *c =
+        json_pack("{s:s,s:s,s:s}", "name", name, "status", pf_status_name(st), "detail", detail);
     if (data)
         json_object_set_new(c, "data", data);
     json_array_append_new(p->checks, c);
@@ -136,8 +136,8 @@ static void send_report(const char *json, const struct rankenv *re)
     err_init(&err);
     if (!url)
         return;
-    struct reporter *r = reporter_new(url, rankenv_get("TRAINYARD_TOKEN"), re->job_id, re->rank,
-                                      1, &err);
+    struct reporter *r =
+        reporter_new(url, rankenv_get("TRAINYARD_TOKEN"), re->job_id, re->rank, 1, &err);
     if (!r || reporter_send_preflight(r, json, &err) < 0)
         fprintf(stderr, "trainyard-worker: preflight report not delivered: %s\n", err.msg);
     reporter_free(r);
@@ -148,9 +148,9 @@ static void send_report(const char *json, const struct rankenv *re)
 static int parse_opts(int argc, char **argv, struct preflight_opts *o, int *json)
 {
     static const struct option opts[] = {
-        { "json", 0, 0, 'j' },     { "gpus", 1, 0, 'g' },    { "efa", 1, 0, 'e' },
-        { "shm-min", 1, 0, 's' },  { "disk-min", 1, 0, 'd' }, { "checkpoint-dir", 1, 0, 'c' },
-        { "timeout", 1, 0, 't' },  { "instance-type", 1, 0, 'i' }, { 0, 0, 0, 0 }
+        { "json", 0, 0, 'j' },    { "gpus", 1, 0, 'g' },          { "efa", 1, 0, 'e' },
+        { "shm-min", 1, 0, 's' }, { "disk-min", 1, 0, 'd' },      { "checkpoint-dir", 1, 0, 'c' },
+        { "timeout", 1, 0, 't' }, { "instance-type", 1, 0, 'i' }, { 0, 0, 0, 0 }
     };
     const char *v[128] = { 0 };
     v['g'] = rankenv_get("TRAINYARD_GPUS");

@@ -45,18 +45,18 @@ json_t *preflight_report(const struct preflight *p, const struct rankenv *re, in
 const char *pf_status_name(enum pf_status st);
 
 struct gpu_expected {
-    const char *model;   /* as shown */
-    const char *match;   /* substring of the CUDA device name */
-    double mem_gbps;     /* peak device memory bandwidth, GB/s */
-    double bf16_tflops;  /* dense bf16 tensor-core peak, TFLOP/s */
+    const char *model;  /* as shown */
+    const char *match;  /* substring of the CUDA device name */
+    double mem_gbps;    /* peak device memory bandwidth, GB/s */
+    double bf16_tflops; /* dense bf16 tensor-core peak, TFLOP/s */
 };
 struct net_expected {
-    const char *instance;      /* EC2 instance type */
+    const char *instance; /* EC2 instance type */
     int efa_devices;
-    double nccl_busbw_gbps;    /* all-reduce bus bandwidth across nodes, GB/s */
+    double nccl_busbw_gbps; /* all-reduce bus bandwidth across nodes, GB/s */
 };
-#define PF_MIN_MEM_FRACTION 0.6   /* of the peak bandwidth a healthy GPU's copy reaches */
-#define PF_MIN_GEMM_FRACTION 0.5  /* of the dense bf16 peak a healthy GPU's GEMM reaches */
+#define PF_MIN_MEM_FRACTION  0.6 /* of the peak bandwidth a healthy GPU's copy reaches */
+#define PF_MIN_GEMM_FRACTION 0.5 /* of the dense bf16 peak a healthy GPU's GEMM reaches */
 #define PF_MIN_NCCL_FRACTION 0.5
 
 /* Borrowed table entry, or NULL when the model is not in the table. */

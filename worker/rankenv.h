@@ -12,7 +12,7 @@ struct rankenv {
     int rank;
     int world_size;
     int local_rank;
-    int local_world_size; /* 0 when unset */
+    int local_world_size;  /* 0 when unset */
     char master_addr[256]; /* "" when unset */
     int master_port;       /* 0 when unset */
     char job_id[128];      /* "" when unset */

@@ -21,7 +21,7 @@ struct rdzv_http {
 };
 
 #define SET_DEADLINE_MS 30000
-#define SLACK_MS 10000 /* added to the server-side wait for the client timeout */
+#define SLACK_MS        10000 /* added to the server-side wait for the client timeout */
 
 /* Turns a problem+json body into a message. */
 static void problem_detail(struct buf *out, long status, const struct buf *body)
@@ -150,8 +150,8 @@ static int http_barrier(struct rdzv *r, const char *name, int rank, int world, i
     struct rdzv_http *h = (struct rdzv_http *)r;
     struct buf path = BUF_INIT, resp = BUF_INIT, msg = BUF_INIT;
     int timeout_s = (timeout_ms + 999) / 1000;
-    json_t *body = json_pack("{s:i,s:i,s:i}", "rank", rank, "world_size", world,
-                             "timeout_seconds", timeout_s);
+    json_t *body =
+        json_pack("{s:i,s:i,s:i}", "rank", rank, "world_size", world, "timeout_seconds", timeout_s);
     char *text = jsonx_dumps(body);
     long status;
     buf_printf(&path, "%s/barriers/", h->prefix);

@@ -15,7 +15,7 @@
 #include "worker/httpc.h"
 #include "worker/metrics.h"
 
-#define BATCH_MAX 1000
+#define BATCH_MAX       1000
 #define HTTP_TIMEOUT_MS 5000
 
 struct item {
@@ -41,8 +41,8 @@ struct reporter {
     int running, stopping, interval_ms;
 };
 
-struct reporter *reporter_new(const char *base_url, const char *token, const char *job_id,
-                              int rank, size_t capacity, struct err *err)
+struct reporter *reporter_new(const char *base_url, const char *token, const char *job_id, int rank,
+                              size_t capacity, struct err *err)
 {
     struct reporter *r = XNEW(struct reporter);
     pthread_mutex_init(&r->mu, NULL);
@@ -87,8 +87,7 @@ void reporter_free(struct reporter *r)
     free(r);
 }
 
-void reporter_add(struct reporter *r, const char *name, int64_t step, double value,
-                  int64_t time_ns)
+void reporter_add(struct reporter *r, const char *name, int64_t step, double value, int64_t time_ns)
 {
     pthread_mutex_lock(&r->mu);
     if (r->count == r->cap) { /* full: the oldest goes */
@@ -133,9 +132,9 @@ static char *heartbeat_body(struct reporter *r, size_t n, uint64_t dropped)
     json_object_set_new(hb, "step", json_integer(r->step < 0 ? 0 : r->step));
     for (size_t i = 0; i < n; i++) {
         const struct item *it = &r->ring[(r->head + i) % r->cap];
-        json_t *m = json_pack("{s:s,s:I,s:f,s:s}", "name", it->name, "step", (json_int_t)it->step,
-                              "value", isfinite(it->value) ? it->value : 0.0, "time",
-                              clock_format(it->time_ns, t));
+        json_t *m =
+            json_pack("{s:s,s:I,s:f,s:s}", "name", it->name, "step", (json_int_t)it->step, "value",
+                      isfinite(it->value) ? it->value : 0.0, "time", clock_format(it->time_ns, t));
         if (!isfinite(it->value)) /* JSON has no NaN: send null */
             json_object_set_new(m, "value", json_null());
         json_array_append_new(arr, m);

@@ -29,8 +29,8 @@ struct reporter_stats {
 
 /* base_url NULL: nothing is sent (metrics are still counted and dropped when full).
  * capacity: metrics kept while the daemon is away. Caller frees with reporter_free(). */
-struct reporter *reporter_new(const char *base_url, const char *token, const char *job_id,
-                              int rank, size_t capacity, struct err *err);
+struct reporter *reporter_new(const char *base_url, const char *token, const char *job_id, int rank,
+                              size_t capacity, struct err *err);
 void reporter_free(struct reporter *r);
 
 void reporter_add(struct reporter *r, const char *name, int64_t step, double value,

@@ -21,7 +21,7 @@
 #include "worker/metrics.h"
 
 #define LINE_MAX_BYTES (64 * 1024)
-#define DRAIN_MS 2000 /* output still read after the child exits (grandchildren may hold it) */
+#define DRAIN_MS       2000 /* output still read after the child exits (grandchildren may hold it) */
 
 static const int forwarded[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
 
@@ -103,19 +103,25 @@ static void on_output(struct sup *s, struct stream *st)
     }
 }
 
+/* Collects exited children; as PID 1, orphans land here too. */
+static void reap(struct sup *s)
+{
+    int st;
+    pid_t p;
+    while ((p = waitpid(-1, &st, WNOHANG)) > 0)
+        if (p == s->pid) {
+            s->status = st;
+            s->exited = 1;
+        }
+}
+
 static void on_signal(struct sup *s, int sigfd)
 {
     struct signalfd_siginfo si;
     while (read(sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
         int sig = (int)si.ssi_signo;
         if (sig == SIGCHLD) {
-            int st;
-            pid_t p;
-            while ((p = waitpid(-1, &st, WNOHANG)) > 0) /* as PID 1, orphans land here too */
-                if (p == s->pid) {
-                    s->status = st;
-                    s->exited = 1;
-                }
+            reap(s);
             continue;
         }
         if (s->exited)
@@ -123,8 +129,8 @@ static void on_signal(struct sup *s, int sigfd)
         kill(-s->pid, sig);
         if (sig != SIGUSR1 && sig != SIGUSR2 && s->kill_at == 0) {
             s->kill_at = clock_mono_ns() + s->o->grace_ms * NS_PER_MS;
-            fprintf(stderr, "trainyard-worker: forwarded %s; SIGKILL in %lld ms\n",
-                    strsignal(sig), (long long)s->o->grace_ms);
+            fprintf(stderr, "trainyard-worker: forwarded %s; SIGKILL in %lld ms\n", strsignal(sig),
+                    (long long)s->o->grace_ms);
         }
     }
 }
@@ -193,7 +199,11 @@ static void loop(struct sup *s, int sigfd)
             s->killed = 1;
         }
         int64_t until = s->exited ? drain_until : (s->kill_at && !s->killed ? s->kill_at : 0);
-        int timeout = until ? (int)((until - now) / NS_PER_MS + 1) : -1;
+        /* Never wait blindly: a SIGCHLD taken by another thread of a caller that did not block
+         * it would otherwise be missed; the child is also checked for every 250 ms. */
+        int timeout = until ? (int)((until - now) / NS_PER_MS + 1) : 250;
+        if (timeout > 250)
+            timeout = 250;
         struct pollfd p[3] = { { sigfd, POLLIN, 0 },
                                { s->s[0].fd, POLLIN, 0 },
                                { s->s[1].fd, POLLIN, 0 } };
@@ -201,6 +211,8 @@ static void loop(struct sup *s, int sigfd)
             return;
         if (p[0].revents)
             on_signal(s, sigfd);
+        if (!s->exited)
+            reap(s);
         for (int i = 0; i < 2; i++)
             if (p[i + 1].revents && s->s[i].fd >= 0)
                 on_output(s, &s->s[i]);
@@ -213,8 +225,7 @@ static int report_exit(struct sup *s)
     if (WIFSIGNALED(st)) {
         code = 128 + WTERMSIG(st);
         fprintf(stderr, "trainyard-worker: %s killed by signal %d (%s)%s\n", s->o->argv[0],
-                WTERMSIG(st), strsignal(WTERMSIG(st)),
-                s->killed ? " after the grace period" : "");
+                WTERMSIG(st), strsignal(WTERMSIG(st)), s->killed ? " after the grace period" : "");
         if (s->o->reporter)
             reporter_set_exit(s->o->reporter, 0, WTERMSIG(st));
     } else {
@@ -308,8 +319,9 @@ int run_main(int argc, char **argv, const struct rankenv *re)
     sigset_t set; /* blocked before the reporter thread starts, so only the signalfd sees them */
     signal_set(&set);
     sigprocmask(SIG_BLOCK, &set, NULL);
-    struct reporter *rep = reporter_new(rankenv_get("TRAINYARD_URL"), rankenv_get("TRAINYARD_TOKEN"),
-                                        re->job_id, re->rank, (size_t)cap, &err);
+    struct reporter *rep =
+        reporter_new(rankenv_get("TRAINYARD_URL"), rankenv_get("TRAINYARD_TOKEN"), re->job_id,
+                     re->rank, (size_t)cap, &err);
     if (!rep || reporter_start(rep, (int)hb_ms, &err) < 0) {
         fprintf(stderr, "trainyard-worker: reporting disabled: %s\n", err.msg);
         err_release(&err);

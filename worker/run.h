@@ -16,8 +16,8 @@
 #include "worker/reporter.h"
 
 struct run_opts {
-    char **argv;        /* NULL-terminated command */
-    int64_t grace_ms;   /* from the first terminating signal to SIGKILL */
+    char **argv;               /* NULL-terminated command */
+    int64_t grace_ms;          /* from the first terminating signal to SIGKILL */
     struct reporter *reporter; /* may be NULL */
 };
 

@@ -136,8 +136,10 @@ static int resume(struct trainer *t, struct err *err)
         goto out;
     }
     if (cm.world_size != t->meta.world_size)
-        fprintf(stderr, "trainyard-train: %s was written with WORLD_SIZE=%d; the loss curve "
-                "will differ from an uninterrupted run\n", path, cm.world_size);
+        fprintf(stderr,
+                "trainyard-train: %s was written with WORLD_SIZE=%d; the loss curve "
+                "will differ from an uninterrupted run\n",
+                path, cm.world_size);
     memcpy(t->m.params, state, np * sizeof(float));
     memcpy(t->m.m, state + np, np * sizeof(float));
     memcpy(t->m.v, state + 2 * np, np * sizeof(float));
@@ -159,10 +161,9 @@ static int setup_comm(struct trainer *t, struct err *err)
     if (!(t->rdzv = rdzv_open(t->o->rdzv, t->re, err)) || !(t->fab = fabric_open(NULL, err)))
         return err_wrap(err, "rank %d", t->re->rank);
     fabric_set_timeout(t->fab, t->o->timeout_ms);
-    if (fabric_connect(t->fab, t->rdzv, "train", t->re->rank, t->re->world_size,
-                       t->o->timeout_ms, err) < 0)
-        return err_wrap(err, "rank %d: connecting over %s", t->re->rank,
-                        fabric_provider(t->fab));
+    if (fabric_connect(t->fab, t->rdzv, "train", t->re->rank, t->re->world_size, t->o->timeout_ms,
+                       err) < 0)
+        return err_wrap(err, "rank %d: connecting over %s", t->re->rank, fabric_provider(t->fab));
     /* Every rank must start from the same step (they read the same checkpoint directory). */
     float s = (float)t->meta.step;
     if (fabric_allreduce_sum(t->fab, &s, 1, err) < 0)
@@ -233,8 +234,10 @@ static void log_step(struct trainer *t, long step, float norm)
     t->meta.window_n = 0;
     if (t->re->rank != 0)
         return;
-    fprintf(t->out, "{'loss': %.4f, 'grad_norm': %.4f, 'learning_rate': %.6g, 'epoch': %.4f, "
-            "'step': %ld}\n", loss, norm, lr_at(t->o, step), epoch_at(t, step), step);
+    fprintf(t->out,
+            "{'loss': %.4f, 'grad_norm': %.4f, 'learning_rate': %.6g, 'epoch': %.4f, "
+            "'step': %ld}\n",
+            loss, norm, lr_at(t->o, step), epoch_at(t, step), step);
     fflush(t->out);
     if (!t->progress)
         return;
@@ -243,8 +246,8 @@ static void log_step(struct trainer *t, long step, float norm)
     long left = rate > 0 ? (long)((double)(t->o->steps - step) / rate) : 0;
     int pct = (int)(100 * step / t->o->steps), bar = pct / 10;
     fprintf(t->progress, "\r%3d%%|%.*s%*s| %ld/%ld [%02ld:%02ld<%02ld:%02ld, %.2fit/s]", pct, bar,
-            "##########", 10 - bar, "", step, t->o->steps, (long)el / 60, (long)el % 60,
-            left / 60, left % 60, rate);
+            "##########", 10 - bar, "", step, t->o->steps, (long)el / 60, (long)el % 60, left / 60,
+            left % 60, rate);
     if (step == t->o->steps)
         fputc('\n', t->progress);
     fflush(t->progress);
@@ -261,7 +264,8 @@ static void finish(struct trainer *t, long done)
 {
     const int T = t->o->context;
     int n = 0, cap = 2048;
-    int *ctx = xmalloc((size_t)cap * (size_t)T * sizeof(int)), *tgt = xmalloc((size_t)cap * sizeof(int));
+    int *ctx = xmalloc((size_t)cap * (size_t)T * sizeof(int)),
+        *tgt = xmalloc((size_t)cap * sizeof(int));
     size_t stride = (t->ntok - t->ntrain) / (size_t)cap + 1;
     for (size_t p = t->ntrain; p + (size_t)T < t->ntok && n < cap; p += stride, n++) {
         for (int i = 0; i < T; i++)
@@ -271,12 +275,12 @@ static void finish(struct trainer *t, long done)
     double rt = (double)(clock_mono_ns() - t->start_ns) / 1e9;
     if (t->re->rank == 0 && n > 0)
         fprintf(t->out, "{'eval_loss': %.4f, 'epoch': %.4f, 'step': %lld}\n",
-                model_loss(&t->m, ctx, tgt, n), epoch_at(t, t->meta.step),
-                (long long)t->meta.step);
+                model_loss(&t->m, ctx, tgt, n), epoch_at(t, t->meta.step), (long long)t->meta.step);
     if (t->re->rank == 0)
-        fprintf(t->out, "{'train_runtime': %.3f, 'train_samples_per_second': %.1f, "
-                "'train_steps_per_second': %.2f, 'train_loss': %.4f, 'epoch': %.4f}\n", rt,
-                rt > 0 ? (double)done * t->o->batch * t->re->world_size / rt : 0.0,
+        fprintf(t->out,
+                "{'train_runtime': %.3f, 'train_samples_per_second': %.1f, "
+                "'train_steps_per_second': %.2f, 'train_loss': %.4f, 'epoch': %.4f}\n",
+                rt, rt > 0 ? (double)done * t->o->batch * t->re->world_size / rt : 0.0,
                 rt > 0 ? done / rt : 0.0, t->meta.total_loss / (t->meta.step ? t->meta.step : 1),
                 epoch_at(t, t->meta.step));
     char hex[SHA256_HEX_LEN];

@@ -31,7 +31,7 @@ struct fake_daemon {
 };
 
 static inline enum MHD_Result fake_reply(struct MHD_Connection *c, unsigned status, json_t *body,
-                                  const char *type)
+                                         const char *type)
 {
     char *text = jsonx_dumps(body);
     json_decref(body);
@@ -50,7 +50,7 @@ static json_t *fake_problem(unsigned status, const char *title)
 
 /* Waits on the cond until pred(f, arg) or the deadline; called with the lock held. */
 static inline int fake_wait(struct fake_daemon *f, int (*pred)(struct fake_daemon *, const void *),
-                     const void *arg, int seconds)
+                            const void *arg, int seconds)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -78,10 +78,11 @@ static inline int fake_barrier_full(struct fake_daemon *f, const void *arg)
 }
 
 static inline enum MHD_Result fake_barrier(struct fake_daemon *f, struct MHD_Connection *c,
-                                    const char *name, json_t *body)
+                                           const char *name, json_t *body)
 {
     struct fake_barrier b = { name, (int)jsonx_int(body, "world_size", 1) };
-    int rank = (int)jsonx_int(body, "rank", -1), timeout = (int)jsonx_int(body, "timeout_seconds", 1);
+    int rank = (int)jsonx_int(body, "rank", -1),
+        timeout = (int)jsonx_int(body, "timeout_seconds", 1);
     pthread_mutex_lock(&f->mu);
     json_t *arr = json_object_get(f->barriers, name);
     if (!arr) {
@@ -112,7 +113,7 @@ static inline enum MHD_Result fake_barrier(struct fake_daemon *f, struct MHD_Con
 }
 
 static inline enum MHD_Result fake_route(struct fake_daemon *f, struct MHD_Connection *c,
-                                  const char *method, const char *url, json_t *body)
+                                         const char *method, const char *url, json_t *body)
 {
     char key[256];
     int rank;
@@ -129,8 +130,8 @@ static inline enum MHD_Result fake_route(struct fake_daemon *f, struct MHD_Conne
         const char *w = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "wait");
         pthread_mutex_lock(&f->mu);
         int found = fake_wait(f, fake_has_key, key, w ? (int)strtol(w, NULL, 10) : 0);
-        json_t *v = found ? json_pack("{s:s,s:O}", "key", key, "value", json_object_get(f->kv, key))
-                          : NULL;
+        json_t *v =
+            found ? json_pack("{s:s,s:O}", "key", key, "value", json_object_get(f->kv, key)) : NULL;
         pthread_mutex_unlock(&f->mu);
         return v ? fake_reply(c, 200, v, "application/json")
                  : fake_reply(c, 404, fake_problem(404, "no such key"), "application/problem+json");
@@ -147,8 +148,8 @@ static inline enum MHD_Result fake_route(struct fake_daemon *f, struct MHD_Conne
 }
 
 static inline enum MHD_Result fake_handler(void *cls, struct MHD_Connection *c, const char *url,
-                                    const char *method, const char *version,
-                                    const char *upload, size_t *upload_size, void **con_cls)
+                                           const char *method, const char *version,
+                                           const char *upload, size_t *upload_size, void **con_cls)
 {
     struct fake_daemon *f = cls;
     (void)version;
@@ -180,7 +181,7 @@ static inline enum MHD_Result fake_handler(void *cls, struct MHD_Connection *c, 
 }
 
 static inline void fake_done(void *cls, struct MHD_Connection *c, void **con_cls,
-                      enum MHD_RequestTerminationCode toe)
+                             enum MHD_RequestTerminationCode toe)
 {
     (void)cls, (void)c, (void)toe;
     if (*con_cls) {
@@ -201,7 +202,8 @@ static inline int fake_start(struct fake_daemon *f, int port, const char *token)
     f->barriers = json_object();
     f->heartbeats = json_array();
     f->preflights = json_array();
-    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+    struct sockaddr_in sa = { .sin_family = AF_INET,
+                              .sin_port = htons((uint16_t)port),
                               .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
     f->mhd = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD,
                               (uint16_t)port, NULL, NULL, fake_handler, f,

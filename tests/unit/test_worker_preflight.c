@@ -43,7 +43,8 @@ static void test_tables(void)
     }
     CHECK(preflight_gpu_expected("Tesla T4") == NULL);
     /* Newer generations are faster: the table must not be shuffled by mistake. */
-    CHECK(preflight_gpu_expected("H100")->bf16_tflops > preflight_gpu_expected("A100")->bf16_tflops);
+    CHECK(preflight_gpu_expected("H100")->bf16_tflops >
+          preflight_gpu_expected("A100")->bf16_tflops);
     CHECK(preflight_gpu_expected("B200")->mem_gbps > preflight_gpu_expected("H200")->mem_gbps);
     CHECK_INT(preflight_net_expected("p5.48xlarge")->efa_devices, 32);
     CHECK_INT(preflight_net_expected("P4D.24XLARGE")->efa_devices, 4);
@@ -56,7 +57,7 @@ static void test_judge(void)
     CHECK_INT(preflight_judge(700, 989, PF_MIN_GEMM_FRACTION), PF_PASS);
     CHECK_INT(preflight_judge(400, 989, PF_MIN_GEMM_FRACTION), PF_FAIL);
     CHECK_INT(preflight_judge(494.5, 989, 0.5), PF_PASS); /* the boundary passes */
-    CHECK_INT(preflight_judge(10, 0, 0.5), PF_WARN);       /* nothing to compare with */
+    CHECK_INT(preflight_judge(10, 0, 0.5), PF_WARN);      /* nothing to compare with */
     CHECK_INT(preflight_judge(NAN, 100, 0.5), PF_FAIL);
 }
 
@@ -164,7 +165,8 @@ static void test_gpu_checks(void)
     const json_t *g = json_array_get(p.checks, 0);
     const char *detail = jsonx_str(g, "detail");
     CHECK_STR(jsonx_str(g, "status"), "skip");
-    CHECK(!strncmp(detail, "skipped: no GPU", 15) || !strcmp(detail, "skipped: built without CUDA"));
+    CHECK(!strncmp(detail, "skipped: no GPU", 15) ||
+          !strcmp(detail, "skipped: built without CUDA"));
     CHECK_STR(jsonx_str(json_array_get(p.checks, 1), "status"), "skip");
     CHECK_INT(c.gpus_found, 0);
     preflight_release(&p);

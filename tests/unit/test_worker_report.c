@@ -23,9 +23,9 @@ static void test_metrics(void)
 {
     struct metric_kv kv[16];
     int64_t step;
-    CHECK_INT(parse("{'loss': 2.31, 'grad_norm': 0.8, 'learning_rate': 0.001, 'epoch': 0.1}", kv,
-                    &step),
-              4);
+    CHECK_INT(
+        parse("{'loss': 2.31, 'grad_norm': 0.8, 'learning_rate': 0.001, 'epoch': 0.1}", kv, &step),
+        4);
     CHECK_STR(kv[0].name, "loss");
     CHECK(kv[0].value == 2.31);
     CHECK_STR(kv[2].name, "learning_rate");
@@ -147,8 +147,10 @@ static void test_thread_and_run(void)
         json_array_foreach(json_object_get(hb(&f, i), "metrics"), j, m)
         {
             double v = json_real_value(json_object_get(m, "value"));
-            seen_dict += !strcmp(jsonx_str(m, "name"), "loss") && v == 2.5 && jsonx_int(m, "step", 0) == 1;
-            seen_kv += !strcmp(jsonx_str(m, "name"), "loss") && v == 1.25 && jsonx_int(m, "step", 0) == 7;
+            seen_dict +=
+                !strcmp(jsonx_str(m, "name"), "loss") && v == 2.5 && jsonx_int(m, "step", 0) == 1;
+            seen_kv +=
+                !strcmp(jsonx_str(m, "name"), "loss") && v == 1.25 && jsonx_int(m, "step", 0) == 7;
         }
     }
     CHECK_INT(seen_dict, 1);
