@@ -7,7 +7,7 @@
  * file that calls exit().
  */
 #include <getopt.h>
-#include <limits.h>
+#include <stdint.h>
 #include <signal.h>
 #include <stdlib.h>
 
@@ -47,93 +47,86 @@ static void on_stop(int signo)
     train_request_stop(signo);
 }
 
-static int long_opt(const char *name, const char *text, long min, long max, long *out)
+static const struct option train_flags[] = { { "data", 1, 0, 'd' },
+                                             { "steps", 1, 0, 's' },
+                                             { "checkpoint-dir", 1, 0, 'c' },
+                                             { "checkpoint-every", 1, 0, 'e' },
+                                             { "seed", 1, 0, 'S' },
+                                             { "batch", 1, 0, 'b' },
+                                             { "lr", 1, 0, 'l' },
+                                             { "context", 1, 0, 'C' },
+                                             { "embed", 1, 0, 'E' },
+                                             { "hidden", 1, 0, 'H' },
+                                             { "log-every", 1, 0, 'L' },
+                                             { "timeout", 1, 0, 't' },
+                                             { "keep", 1, 0, 'k' },
+                                             { 0, 0, 0, 0 } };
+
+/* Applies one train flag; returns 0, or 2 (bad usage, message printed). */
+static int train_flag(struct train_opts *o, int c, const char *arg)
 {
+    const char *name = "";
+    for (const struct option *p = train_flags; p->name; p++)
+        if (p->val == c)
+            name = p->name;
+    if (c == 'd' || c == 'c') {
+        *(c == 'd' ? &o->data : &o->ckpt_dir) = arg;
+        return 0;
+    }
+    if (c == 'l') {
+        char *end;
+        o->lr = strtof(arg, &end);
+        return *end || !(o->lr > 0 && o->lr < 10) ? bad_usage("bad value for --%s", name) : 0;
+    }
     int64_t v;
-    if (parse_int64(text, min, max, &v) < 0)
-        return bad_usage("bad value for --%s", name), -1;
-    *out = (long)v;
+    if (c == '?' || parse_int64(arg, 0, c == 'S' ? INT64_MAX : 100000000, &v) < 0)
+        return c == '?' ? bad_usage("unknown option%s", "") : bad_usage("bad value for --%s", name);
+    switch (c) {
+    case 's':
+        o->steps = (long)v;
+        break;
+    case 'e':
+        o->ckpt_every = (long)v;
+        break;
+    case 'S':
+        o->seed = (uint64_t)v;
+        break;
+    case 'b':
+        o->batch = (int)v;
+        break;
+    case 'C':
+        o->context = (int)v;
+        break;
+    case 'E':
+        o->embed = (int)v;
+        break;
+    case 'H':
+        o->hidden = (int)v;
+        break;
+    case 'L':
+        o->log_every = (int)v;
+        break;
+    case 't':
+        o->timeout_ms = (int)(v * 1000);
+        break;
+    case 'k':
+        o->keep = (int)v;
+        break;
+    }
     return 0;
 }
 
 static int cmd_train(int argc, char **argv, const struct rankenv *re)
 {
-    static const struct option opts[] = { { "data", 1, 0, 'd' },
-                                          { "steps", 1, 0, 's' },
-                                          { "checkpoint-dir", 1, 0, 'c' },
-                                          { "checkpoint-every", 1, 0, 'e' },
-                                          { "seed", 1, 0, 'S' },
-                                          { "batch", 1, 0, 'b' },
-                                          { "lr", 1, 0, 'l' },
-                                          { "context", 1, 0, 'C' },
-                                          { "embed", 1, 0, 'E' },
-                                          { "hidden", 1, 0, 'H' },
-                                          { "log-every", 1, 0, 'L' },
-                                          { "timeout", 1, 0, 't' },
-                                          { "keep", 1, 0, 'k' },
-                                          { 0, 0, 0, 0 } };
     struct train_opts o;
     train_opts_default(&o);
     o.ckpt_dir = getenv("TRAINYARD_CHECKPOINT_DIR");
     if (o.ckpt_dir && !*o.ckpt_dir)
         o.ckpt_dir = NULL;
     int c;
-    long v = 0;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        const char *name = c == '?' ? "" : opts[0].name;
-        for (const struct option *p = opts; p->name; p++)
-            if (p->val == c)
-                name = p->name;
-        if (c == '?')
-            return bad_usage("unknown option%s", "");
-        if (c == 'd' || c == 'c' || c == 'l') {
-            if (c == 'd')
-                o.data = optarg;
-            else if (c == 'c')
-                o.ckpt_dir = optarg;
-            else {
-                char *end;
-                o.lr = strtof(optarg, &end);
-                if (*end || !(o.lr > 0 && o.lr < 10))
-                    return bad_usage("bad value for --%s", name);
-            }
-            continue;
-        }
-        if (long_opt(name, optarg, 0, c == 'S' ? LONG_MAX : 100000000L, &v) < 0)
+    while ((c = getopt_long(argc, argv, "", train_flags, NULL)) != -1)
+        if (train_flag(&o, c, optarg))
             return 2;
-        switch (c) {
-        case 's':
-            o.steps = v;
-            break;
-        case 'e':
-            o.ckpt_every = v;
-            break;
-        case 'S':
-            o.seed = (uint64_t)v;
-            break;
-        case 'b':
-            o.batch = (int)v;
-            break;
-        case 'C':
-            o.context = (int)v;
-            break;
-        case 'E':
-            o.embed = (int)v;
-            break;
-        case 'H':
-            o.hidden = (int)v;
-            break;
-        case 'L':
-            o.log_every = (int)v;
-            break;
-        case 't':
-            o.timeout_ms = (int)(v * 1000);
-            break;
-        case 'k':
-            o.keep = (int)v;
-            break;
-        }
-    }
     if (optind < argc)
         return bad_usage("unexpected argument '%s'", argv[optind]);
     struct sigaction sa = { .sa_handler = on_stop };

@@ -9,6 +9,8 @@ trap 'rm -rf "$tmp"' EXIT
 pass=0 fail=0
 ok() { pass=$((pass + 1)); }
 ko() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+# Waits (at most 10 s) until the command under test has started and written its marker.
+started() { for _ in $(seq 200); do [ -e "$tmp/started$1" ] && return; sleep 0.05; done; }
 expect() { # name want got
     if [ "$2" = "$3" ]; then ok; else ko "$1: want $2, got $3"; fi
 }
@@ -29,28 +31,29 @@ cmp -s "$tmp/blob" "$tmp/out" && ok || ko "stdout changed on the way"
 head -c 10 "$tmp/err" | grep -q '^no newline' && ok || ko "stderr changed on the way"
 
 # SIGTERM reaches the command (here it exits 7 when it gets it) and grandchildren in its group.
-"$W" run -- sh -c 'trap "exit 7" TERM; sleep 30 & wait' 2>/dev/null &
+"$W" run -- sh -c "trap 'exit 7' TERM; touch '$tmp/started1'; sleep 30 & wait" 2>/dev/null &
 pid=$!
-sleep 0.5
+started 1
 kill -TERM $pid
 wait $pid; expect "SIGTERM forwarded" 7 $?
-"$W" run -- sh -c "sleep 30; echo survived > '$tmp/grandchild'" 2>/dev/null &
+"$W" run -- sh -c "touch '$tmp/started2'; sleep 30; echo survived > '$tmp/grandchild'" 2>/dev/null &
 pid=$!
-sleep 0.5
+started 2
 kill -INT $pid
 wait $pid; expect "SIGINT forwarded" 130 $?
 sleep 0.2
 [ ! -e "$tmp/grandchild" ] && ok || ko "the group outlived the signal"
 
 # A command that ignores SIGTERM gets SIGKILL when the grace period is over, not before.
-start=$(date +%s%N)
-"$W" run --grace 1s -- sh -c 'trap "" TERM; while :; do sleep 0.1; done' 2>"$tmp/err" &
+"$W" run --grace 1s -- sh -c "trap '' TERM; touch '$tmp/started3'; while :; do sleep 0.1; done" \
+    2>"$tmp/err" &
 pid=$!
-sleep 0.5
+started 3
+start=$(date +%s%N)
 kill -TERM $pid
 wait $pid; expect "SIGKILL after grace" 137 $?
 ms=$(( ($(date +%s%N) - start) / 1000000 ))
-[ $ms -ge 1400 ] && [ $ms -lt 6000 ] && ok || ko "grace period took $ms ms"
+[ $ms -ge 900 ] && [ $ms -lt 6000 ] && ok || ko "grace period took $ms ms"
 grep -q "after the grace period" "$tmp/err" && ok || ko "grace message"
 
 # TRAINYARD_GRACE_PERIOD sets the same; a daemon that is not there does not stop the command.

@@ -58,7 +58,7 @@ train --steps 20 --seed 8 > "$tmp/s3.log" 2>/dev/null
 "$W" train "${SMALL[@]}" --steps 1000000 --checkpoint-dir "$tmp/c" --checkpoint-every 0 \
     > /dev/null 2>"$tmp/c.err" &
 pid=$!
-sleep 1.5
+for _ in $(seq 200); do [ -s "$tmp/c.err" ] && break; sleep 0.05; done # training has begun
 kill -TERM $pid
 wait $pid; rc=$?
 [ $rc -eq 143 ] && ok || ko "SIGTERM exit status $rc"
