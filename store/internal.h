@@ -25,6 +25,7 @@ enum store_module {
     MOD_NODES,
     MOD_RENDEZVOUS,
     MOD_MISC,
+    MOD_FINDINGS,
     MOD_COUNT
 };
 #define STMTS_PER_MODULE 48
