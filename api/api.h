@@ -83,6 +83,10 @@ struct api_hooks {
     void (*job_deleted)(void *ctx, const char *job_id);
     /* Adds Prometheus text for daemon-level metrics (executors, ingest, HTTP). */
     void (*metrics)(void *ctx, struct buf *out);
+    /* A rank reported in: kind "heartbeat" or "preflight", body borrowed for the call. The
+     * daemon records it; a failed preflight fails the rank. Must not block. */
+    void (*rank_report)(void *ctx, int64_t job_pk, int attempt, int rank, const char *kind,
+                        const json_t *body);
 };
 
 struct api {

@@ -5,11 +5,14 @@
 #define TY_JOB_JSON_H
 
 #include <jansson.h>
+#include <stdbool.h>
 
 #include "store/jobs.h"
 
 /* The job with its spec and, when ranks is not NULL, one entry per rank. New reference. */
 json_t *job_json(const struct job *job, const struct rank *ranks, size_t nranks);
 json_t *rank_json(const struct rank *r);
+/* Sets the job's "progress" (steals progress; NULL: null) and "stalled". */
+void job_json_progress(json_t *job, json_t *progress, bool stalled);
 
 #endif

@@ -13,6 +13,7 @@
 #include "server/core/jsonx.h"
 #include "server/core/parse.h"
 #include "server/core/xalloc.h"
+#include "store/findings.h"
 #include "store/tokens.h"
 
 #define JOB_ID_LEN 12
@@ -46,6 +47,18 @@ static void notify_changed(struct api *api, int64_t pk)
         api->hooks.job_changed(api->hooks.ctx, pk);
 }
 
+/* The job as the API shows it, with its progress and stalled flag from the diagnosis. */
+static json_t *full_job_json(struct api *api, const struct job *j, const struct rank *ranks,
+                             size_t n)
+{
+    json_t *o = job_json(j, ranks, n);
+    json_t *progress = NULL;
+    bool stalled = false;
+    store_diag_progress(api->store, j->pk, &progress, &stalled, NULL);
+    job_json_progress(o, progress, stalled);
+    return o;
+}
+
 /* The response for a new job, built from what was just committed (no read back). */
 static json_t *new_job_json(struct submission *s)
 {
@@ -63,6 +76,7 @@ static json_t *new_job_json(struct submission *s)
         ranks[r].exit_code = -1;
     }
     json_t *o = job_json(&j, ranks, (size_t)s->jn.nranks);
+    job_json_progress(o, NULL, false);
     free(ranks);
     return o;
 }
@@ -75,7 +89,7 @@ static void respond_job(struct request *req, struct response *res, int status, c
     struct rank *ranks = NULL;
     size_t n = 0;
     if (j && store_ranks_get(req->api->store, j->pk, &ranks, &n, &err) == 0)
-        response_json_new(res, status, job_json(j, ranks, n));
+        response_json_new(res, status, full_job_json(req->api, j, ranks, n));
     else
         problem_respond(req, res, &err);
     ranks_free(ranks, n);
@@ -298,7 +312,7 @@ void jobs_list(struct request *req, struct response *res)
         goto fail;
     json_t *items = json_array();
     for (size_t i = 0; i < n; i++)
-        json_array_append_new(items, job_json(jobs[i], NULL, 0));
+        json_array_append_new(items, full_job_json(req->api, jobs[i], NULL, 0));
     json_t *out = json_pack("{s:o}", "items", items);
     if (next)
         json_object_set_new(out, "next_cursor", json_sprintf("c%lld", (long long)next));

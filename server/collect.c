@@ -99,7 +99,8 @@ static struct gathered *gathered_for(struct collect *c, int64_t pk)
     return g;
 }
 
-static void gather_line(struct gathered *g, int src, int rank, const struct logrec *r)
+static void gather_line(struct gathered *g, int src, const struct log_origin *o,
+                        const struct logrec *r)
 {
     if (g->n == g->cap) {
         g->cap = g->cap ? g->cap * 2 : 256;
@@ -110,7 +111,8 @@ static void gather_line(struct gathered *g, int src, int rank, const struct logr
                 (r->flags & LINE_PARTIAL ? LOGF_PARTIAL : 0);
     g->lines[g->n++] = (struct log_line){ .time = r->time, .src = src, .flags = flags,
                                           .text = (const char *)(uintptr_t)g->text.len,
-                                          .len = r->len, .rank = rank };
+                                          .len = r->len, .rank = o->rank,
+                                          .attempt = o->attempt };
     buf_append(&g->text, r->text, r->len);
 }
 
@@ -211,7 +213,7 @@ static int64_t read_file(struct collect *c, struct fsource *f)
             }
             if (!g)
                 g = gathered_for(c, f->job_pk);
-            gather_line(g, f->src, f->origin.rank, &r);
+            gather_line(g, f->src, &f->origin, &r);
         }
         off += (size_t)(used > 0 ? used : -used);
     }
@@ -260,7 +262,7 @@ static void gather_pushed(struct collect *c, struct pushed *p)
                                          (p->lines[i].flags & LOGF_PARTIAL ? LINE_PARTIAL : 0),
                                 .text = buf_cstr(&p->text) + (uintptr_t)p->lines[i].text,
                                 .len = p->lines[i].len };
-            gather_line(g, src, p->origin.rank, &r);
+            gather_line(g, src, &p->origin, &r);
         }
         if (p->position)
             add_position(g, p->key, p->position);
@@ -604,6 +606,11 @@ void collect_adopted(struct collect *c)
     pthread_mutex_lock(&c->lock);
     c->adopted = true;
     pthread_mutex_unlock(&c->lock);
+}
+
+bool collect_pending(struct collect *c, int64_t job_pk)
+{
+    return has_source(c, job_pk);
 }
 
 void collect_flush(struct collect *c)

@@ -58,6 +58,8 @@ static const struct option_def options[] = {
     OPT("namespace", O_STRING, kube_namespace, "", "Kubernetes namespace (default: context's)"),
     OPT("stall-floor", O_DURATION, stall_floor_ns, "5m", "a job is stalled after at least this"),
     OPT("prometheus-url", O_STRING, prometheus_url, "", "Prometheus to read DCGM GPU metrics from"),
+    OPT("prometheus-interval", O_DURATION, prometheus_interval_ns, "15s",
+        "how often DCGM GPU metrics are read from --prometheus-url"),
     OPT("max-body", O_BYTES, limits.max_body_bytes, "1Mi", "largest request body"),
     OPT("max-json-depth", O_INT, limits.max_json_depth, "32", "deepest JSON/YAML nesting"),
     OPT("max-string", O_BYTES, limits.max_string_bytes, "64Ki", "longest string in a spec"),

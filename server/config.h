@@ -43,6 +43,7 @@ struct config {
     char *kube_namespace;
     int64_t stall_floor_ns;
     char *prometheus_url;
+    int64_t prometheus_interval_ns;
     struct api_limits limits;
 };
 

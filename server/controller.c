@@ -1,45 +1,24 @@
 /*
  * controller: the reconcile loop; see controller.h. Reports from executors are copied into a
  * queue under `lock` and handled on the controller thread, so all job decisions are serial.
+ *
+ * How a running attempt ends: when a rank fails (or a stall policy stops the job) the other
+ * ranks are stopped at once, and the end is decided once every rank has ended and the
+ * attempt's logs are stored (so the diagnosis has seen every rank's last lines): restart,
+ * preempted or failed, by server/outcome.c. A job whose ranks all succeeded ends the same way,
+ * after its logs are in.
  */
-#include "server/controller.h"
-
-#include <pthread.h>
+#include "server/controller_internal.h"
 
 #include "api/auth.h"
 #include "server/core/clock.h"
 #include "server/core/jsonx.h"
 #include "server/core/log.h"
 #include "server/core/xalloc.h"
+#include "server/health.h"
+#include "server/outcome.h"
+#include "store/nodes.h"
 #include "store/tokens.h"
-
-struct queued_report {
-    bool is_job;
-    struct rank_report rank;
-    struct job_report job;
-    char *strings[5]; /* owned copies of the report's strings */
-    struct queued_report *next;
-};
-
-struct controller {
-    struct store *st;
-    struct executor **executors;
-    size_t nexec;
-    struct controller_options opts;
-    struct controller_hooks hooks;
-    pthread_t thread;
-    bool running;
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    bool stopping;
-    bool dirty;
-    struct queued_report *head, *tail;
-    int64_t last_reconcile;
-    /* jobs whose stop was already requested, so it is sent once: pk list */
-    int64_t *stopping_jobs;
-    size_t nstopping, capstopping;
-    uint64_t starts, restarts, failures;
-};
 
 static char *dup_or_null(const char *s)
 {
@@ -149,7 +128,7 @@ static struct executor *executor_for(struct controller *c, const char *name)
     return NULL;
 }
 
-static bool stop_requested(struct controller *c, int64_t pk)
+bool controller_stop_requested(struct controller *c, int64_t pk)
 {
     for (size_t i = 0; i < c->nstopping; i++)
         if (c->stopping_jobs[i] == pk)
@@ -157,7 +136,7 @@ static bool stop_requested(struct controller *c, int64_t pk)
     return false;
 }
 
-static void mark_stop(struct controller *c, int64_t pk, bool on)
+void controller_mark_stop(struct controller *c, int64_t pk, bool on)
 {
     for (size_t i = 0; i < c->nstopping; i++) {
         if (c->stopping_jobs[i] == pk) {
@@ -176,7 +155,7 @@ static void mark_stop(struct controller *c, int64_t pk, bool on)
 }
 
 /* Applies u; logs (never fails the loop) when the store refuses it. */
-static int commit(struct controller *c, struct job_update *u)
+int controller_commit(struct controller *c, struct job_update *u)
 {
     struct err err;
     err_init(&err);
@@ -189,11 +168,11 @@ static int commit(struct controller *c, struct job_update *u)
     return rc;
 }
 
-static void stop_job(struct controller *c, struct executor *ex, const struct job *j)
+void controller_stop_job(struct controller *c, struct executor *ex, const struct job *j)
 {
-    if (stop_requested(c, j->pk))
+    if (controller_stop_requested(c, j->pk))
         return;
-    mark_stop(c, j->pk, true);
+    controller_mark_stop(c, j->pk, true);
     struct err err;
     err_init(&err);
     if (ex->stop(ex, j, c->opts.stop_grace_ns, &err) < 0)
@@ -212,11 +191,7 @@ static struct job *load(struct controller *c, int64_t pk)
     return j;
 }
 
-struct rank_counts {
-    size_t total, terminal, succeeded;
-};
-
-static struct rank_counts count_ranks(struct controller *c, int64_t pk)
+struct rank_counts controller_count_ranks(struct controller *c, int64_t pk)
 {
     struct rank_counts n = { 0 };
     struct rank *ranks = NULL;
@@ -225,34 +200,22 @@ static struct rank_counts count_ranks(struct controller *c, int64_t pk)
     for (size_t i = 0; i < n.total; i++) {
         n.terminal += rankstate_terminal(ranks[i].state);
         n.succeeded += ranks[i].state == RANK_SUCCEEDED;
+        n.failed += ranks[i].state == RANK_FAILED || ranks[i].state == RANK_LOST;
     }
     ranks_free(ranks, n.total);
     return n;
 }
 
-/* Kubeflow's ExitCode policy: codes from signals an operator sends are worth retrying. */
-static bool retryable_exit(const struct spec_view *v, int exit_code, int sig)
+static bool rank_terminal(struct controller *c, int64_t pk, int rank)
 {
-    if (v->restart_exit_codes) {
-        size_t i;
-        json_t *code;
-        json_array_foreach(v->restart_exit_codes, i, code) if (json_integer_value(code) ==
-                                                               exit_code) return true;
-        return false;
-    }
-    int code = sig ? 128 + sig : exit_code;
-    return code == 130 || code == 137 || code == 143 || code == 138;
-}
-
-static bool restart_allowed(const struct spec_view *v, int attempt, const struct rank_report *r)
-{
-    if (attempt >= v->max_restarts)
-        return false;
-    if (strcmp(v->restart_policy, "on_failure") == 0)
-        return true;
-    if (strcmp(v->restart_policy, "exit_code") == 0)
-        return retryable_exit(v, r->exit_code, r->signal);
-    return false;
+    struct rank *ranks = NULL;
+    size_t n = 0;
+    bool done = false;
+    if (store_ranks_get(c->st, pk, &ranks, &n, NULL) == 0)
+        for (size_t i = 0; i < n; i++)
+            done = done || (ranks[i].rank == rank && rankstate_terminal(ranks[i].state));
+    ranks_free(ranks, n);
+    return done;
 }
 
 static void describe_end(const struct rank_report *r, char *out, size_t size)
@@ -261,32 +224,20 @@ static void describe_end(const struct rank_report *r, char *out, size_t size)
         snprintf(out, size, "rank %d was killed by signal %d (%s)%s%s", r->rank, r->signal,
                  strsignal(r->signal), r->message && r->message[0] ? ": " : "",
                  r->message ? r->message : "");
-    else
+    else if (r->exit_code >= 0)
         snprintf(out, size, "rank %d exited with code %d%s%s", r->rank, r->exit_code,
+                 r->message && r->message[0] ? ": " : "", r->message ? r->message : "");
+    else
+        snprintf(out, size, "rank %d ended (%s)%s%s", r->rank, r->reason ? r->reason : "?",
                  r->message && r->message[0] ? ": " : "", r->message ? r->message : "");
 }
 
-static char *first_failure(const struct rank_report *r)
-{
-    char ts[CLOCK_RFC3339_MAX];
-    json_t *o = json_pack("{s:i,s:s,s:o,s:o,s:s}", "rank", r->rank, "reason",
-                          r->reason ? r->reason : "Error", "exit_code",
-                          r->exit_code >= 0 ? json_integer(r->exit_code) : json_null(), "signal",
-                          r->signal ? json_integer(r->signal) : json_null(), "at",
-                          clock_format(r->time, ts));
-    if (r->node)
-        json_object_set_new(o, "node", json_string(r->node));
-    char *text = jsonx_dumps(o);
-    json_decref(o);
-    return text;
-}
-
-static void start_attempt(struct controller *c, struct executor *ex, const struct job *j,
-                          const struct spec_view *v, int attempt)
+void controller_start_attempt(struct controller *c, struct executor *ex, const struct job *j,
+                              const struct spec_view *v, int attempt)
 {
     char msg[96];
     if (attempt)
-        snprintf(msg, sizeof(msg), "restart %d of %d", attempt, v->max_restarts);
+        snprintf(msg, sizeof(msg), "restart %d", attempt);
     else
         snprintf(msg, sizeof(msg), "starting %d ranks", v->nranks);
     struct rank_change reset = { .rank = -1,
@@ -297,9 +248,12 @@ static void start_attempt(struct controller *c, struct executor *ex, const struc
                             .reason = attempt ? "Restarting" : "Starting", .message = msg,
                             .set_attempt = true, .attempt = attempt, .ranks = &reset,
                             .nranks = 1 };
-    if (commit(c, &u) < 0)
+    if (controller_commit(c, &u) < 0)
         return;
-    mark_stop(c, j->pk, false);
+    controller_mark_stop(c, j->pk, false);
+    controller_ending_remove(c, j->pk);
+    if (c->opts.health)
+        health_attempt(c->opts.health, j, attempt, v->nranks, false);
     struct err err;
     err_init(&err);
     char secret[TOKEN_SECRET_MAX], id[32];
@@ -314,75 +268,73 @@ static void start_attempt(struct controller *c, struct executor *ex, const struc
     log_warn("controller: job %s did not start: %s", j->id, err.msg);
     struct job_update fail = { .pk = j->pk, .set_state = true, .state = JOB_FAILED,
                                .reason = "StartFailed", .message = err.msg };
-    commit(c, &fail);
-    stop_job(c, ex, j);
+    if (controller_commit(c, &fail) == 0 && c->opts.health)
+        health_forget(c->opts.health, j->pk);
+    controller_stop_job(c, ex, j);
     err_release(&err);
 }
 
-static void finish(struct controller *c, const struct job *j, enum job_state state,
-                   const char *reason, const char *message, const char *ff)
+void controller_finish(struct controller *c, const struct job *j, enum job_state state,
+                       const char *reason, const char *message, const char *ff,
+                       const struct job_event *events, size_t nevents)
 {
     struct job_update u = { .pk = j->pk, .set_state = true, .state = state, .reason = reason,
-                            .message = message, .first_failure = ff };
-    if (commit(c, &u) == 0) {
+                            .message = message, .first_failure = ff, .events = events,
+                            .nevents = nevents };
+    if (controller_commit(c, &u) == 0) {
         store_tokens_revoke_job(c->st, j->pk, clock_now_ns(), NULL);
-        if (state == JOB_FAILED)
-            c->failures++;
+        c->failures += state == JOB_FAILED;
+        c->preemptions += state == JOB_PREEMPTED;
+        controller_ending_remove(c, j->pk);
+        if (c->opts.health)
+            health_forget(c->opts.health, j->pk);
     }
 }
 
-/* A rank of a job that is starting or running failed. */
-static void rank_failed(struct controller *c, struct executor *ex, const struct job *j,
-                        const struct spec_view *v, const struct rank_report *r)
+static void feed_ending(struct controller *c, const struct rank_report *r, enum rank_state state)
 {
-    char msg[512];
-    describe_end(r, msg, sizeof(msg));
-    char *ff = first_failure(r);
-    const char *reason = r->reason && strcmp(r->reason, "Error") != 0 ? r->reason : "RankFailed";
-    if (!ex->manages_restarts && restart_allowed(v, j->attempt, r)) {
-        struct job_update u = { .pk = j->pk, .set_state = true, .state = JOB_RESTARTING,
-                                .reason = reason, .message = msg, .first_failure = ff };
-        if (commit(c, &u) == 0) {
-            c->restarts++;
-            stop_job(c, ex, j);
-        }
-    } else {
-        finish(c, j, JOB_FAILED, reason, msg, ff);
-        stop_job(c, ex, j);
-    }
-    free(ff);
+    if (!c->opts.health || (r->reason && strcmp(r->reason, "PreflightFailed") == 0))
+        return; /* a failed preflight is already an event of the diagnosis */
+    struct ending e = { .rank = r->rank, .node = r->node, .pod = r->pod, .time_ns = r->time,
+                        .exited = r->exit_code >= 0, .exit_code = r->exit_code,
+                        .signal = r->signal, .reason = r->reason, .message = r->message,
+                        .stopped = state == RANK_STOPPED, .lost = r->state == RANK_LOST };
+    health_rank_ended(c->opts.health, r->job_pk, r->attempt, &e);
 }
 
 static void rank_ended(struct controller *c, struct executor *ex, const struct job *j,
                        const struct spec_view *v, const struct rank_report *r)
 {
     bool stopping = j->state == JOB_CANCELLING || j->state == JOB_RESTARTING ||
-                    jobstate_terminal(j->state);
+                    jobstate_terminal(j->state) || controller_stop_requested(c, j->pk);
     enum rank_state state = r->state;
     if (stopping && state == RANK_FAILED)
         state = RANK_STOPPED; /* it ended because trainyard stopped it */
+    /* A rank failed by its preflight report keeps that state and reason. */
+    bool known = rank_terminal(c, j->pk, r->rank);
     char msg[512];
     describe_end(r, msg, sizeof(msg));
     struct rank_change rc = { .rank = r->rank,
-                              .fields = RC_STATE | RC_EXIT | RC_FINISHED | RC_REASON,
+                              .fields = known ? RC_EXIT | RC_FINISHED
+                                              : RC_STATE | RC_EXIT | RC_FINISHED | RC_REASON,
                               .state = state, .exit_code = r->exit_code, .signal = r->signal,
                               .reason = r->reason, .message = r->message,
                               .finished_at = r->time };
     struct job_event e = { .type = "rank_exited", .reason = r->reason, .message = msg,
                            .rank = r->rank, .time = r->time };
     struct job_update u = { .pk = j->pk, .ranks = &rc, .nranks = 1, .events = &e, .nevents = 1 };
-    if (commit(c, &u) < 0 || jobstate_terminal(j->state))
+    if (!known)
+        feed_ending(c, r, state);
+    if (controller_commit(c, &u) < 0 || jobstate_terminal(j->state))
         return;
-    struct rank_counts n = count_ranks(c, j->pk);
+    struct rank_counts n = controller_count_ranks(c, j->pk);
     if (j->state == JOB_CANCELLING && n.terminal == n.total) {
-        finish(c, j, JOB_CANCELLED, "Cancelled", j->message, NULL);
-        mark_stop(c, j->pk, false);
+        controller_finish(c, j, JOB_CANCELLED, "Cancelled", j->message, NULL, NULL, 0);
+        controller_mark_stop(c, j->pk, false);
     } else if (j->state == JOB_RESTARTING && n.terminal == n.total) {
-        start_attempt(c, ex, j, v, j->attempt + 1);
-    } else if (!stopping && state == RANK_SUCCEEDED && n.succeeded == n.total) {
-        finish(c, j, JOB_SUCCEEDED, "Completed", "every rank exited with code 0", NULL);
-    } else if (!stopping && state != RANK_SUCCEEDED) {
-        rank_failed(c, ex, j, v, r);
+        controller_start_attempt(c, ex, j, v, j->attempt + 1);
+    } else if (j->state == JOB_STARTING || j->state == JOB_RUNNING) {
+        controller_settle(c, ex, j, v);
     }
 }
 
@@ -395,7 +347,9 @@ static void rank_running(struct controller *c, const struct job *j, const struct
     struct job_event e = { .type = "rank_started", .reason = "Started", .rank = r->rank,
                            .time = r->time };
     struct job_update u = { .pk = j->pk, .ranks = &rc, .nranks = 1, .events = &e, .nevents = 1 };
-    if (commit(c, &u) < 0 || j->state != JOB_STARTING)
+    if (c->opts.health)
+        health_rank_placed(c->opts.health, j->pk, r->attempt, r->rank, r->node, r->pod);
+    if (controller_commit(c, &u) < 0 || j->state != JOB_STARTING)
         return;
     struct rank *ranks = NULL;
     size_t n = 0;
@@ -409,7 +363,7 @@ static void rank_running(struct controller *c, const struct job *j, const struct
         struct job_update run = { .pk = j->pk, .set_state = true, .state = JOB_RUNNING,
                                   .only_if_state = true, .if_state = JOB_STARTING,
                                   .reason = "Running", .message = "every rank is running" };
-        commit(c, &run);
+        controller_commit(c, &run);
     }
 }
 
@@ -432,12 +386,26 @@ static void handle_rank(struct controller *c, const struct rank_report *r)
     job_free(j);
 }
 
+/* Kubernetes events and conditions reach the diagnosis as platform events. */
+static void feed_events(struct controller *c, const struct job_report *r)
+{
+    for (size_t i = 0; c->opts.health && i < r->nevents; i++) {
+        const struct job_event *e = &r->events[i];
+        struct ending_event ev = { .rank = e->rank,
+                                   .time_ns = e->time ? e->time : clock_now_ns(),
+                                   .reason = e->reason,
+                                   .message = e->message };
+        health_event(c->opts.health, r->job_pk, r->attempt, &ev);
+    }
+}
+
 static void handle_job(struct controller *c, const struct job_report *r)
 {
     struct job *j = load(c, r->job_pk);
     if (!j)
         return;
     if (r->attempt == j->attempt) {
+        feed_events(c, r);
         struct job_update u = { .pk = j->pk, .set_state = r->set_state, .state = r->state,
                                 .reason = r->reason, .message = r->message, .events = r->events,
                                 .nevents = r->nevents };
@@ -445,9 +413,11 @@ static void handle_job(struct controller *c, const struct job_report *r)
             u.set_attempt = true;
             u.attempt = j->attempt + 1;
         }
-        commit(c, &u);
-        if (r->set_state && jobstate_terminal(r->state))
+        if (controller_commit(c, &u) == 0 && r->set_state && jobstate_terminal(r->state)) {
             store_tokens_revoke_job(c->st, j->pk, clock_now_ns(), NULL);
+            if (c->opts.health)
+                health_forget(c->opts.health, j->pk);
+        }
     }
     job_free(j);
 }
@@ -478,7 +448,7 @@ static void admit(struct controller *c, struct job **jobs, size_t n)
             spec_view(spec, &v);
             int fits = ex->fits(ex, j, &v);
             if (fits)
-                start_attempt(c, ex, j, &v, j->attempt);
+                controller_start_attempt(c, ex, j, &v, j->attempt);
             json_decref(spec);
             if (!fits)
                 break;
@@ -497,27 +467,27 @@ static void check_job(struct controller *c, struct job *j, int64_t now)
     struct rank_counts n;
     switch (j->state) {
     case JOB_CANCELLING:
-        stop_job(c, ex, j);
-        n = count_ranks(c, j->pk);
+        controller_stop_job(c, ex, j);
+        n = controller_count_ranks(c, j->pk);
         if (n.terminal == n.total)
-            finish(c, j, JOB_CANCELLED, "Cancelled", j->message, NULL);
+            controller_finish(c, j, JOB_CANCELLED, "Cancelled", j->message, NULL, NULL, 0);
         break;
     case JOB_RESTARTING:
-        stop_job(c, ex, j);
-        n = count_ranks(c, j->pk);
+        controller_stop_job(c, ex, j);
+        n = controller_count_ranks(c, j->pk);
         if (n.terminal == n.total)
-            start_attempt(c, ex, j, &v, j->attempt + 1);
+            controller_start_attempt(c, ex, j, &v, j->attempt + 1);
         break;
     case JOB_STARTING:
     case JOB_RUNNING:
         if (v.deadline_seconds && j->started_at &&
             now - j->started_at > v.deadline_seconds * NS_PER_SEC) {
-            char msg[128];
-            snprintf(msg, sizeof(msg), "ran longer than deadline_seconds (%lld s)",
-                     (long long)v.deadline_seconds);
-            finish(c, j, JOB_FAILED, "DeadlineExceeded", msg, NULL);
-            stop_job(c, ex, j);
+            controller_deadline(c, ex, j, &v, now);
+            break;
         }
+        controller_settle(c, ex, j, &v);
+        if (j->state == JOB_RUNNING)
+            controller_watch(c, ex, j, &v);
         break;
     default:
         break;
@@ -527,6 +497,7 @@ static void check_job(struct controller *c, struct job *j, int64_t now)
 
 static void reconcile(struct controller *c)
 {
+    int64_t t0 = clock_mono_ns();
     struct job **jobs = NULL;
     size_t n = 0;
     struct err err;
@@ -541,7 +512,11 @@ static void reconcile(struct controller *c)
         check_job(c, jobs[i], now);
     admit(c, jobs, n);
     jobs_free(jobs, n);
-    c->last_reconcile = clock_mono_ns();
+    if (c->opts.health)
+        health_tick(c->opts.health);
+    int64_t done = clock_mono_ns();
+    atomic_store(&c->reconcile_ns, done - t0);
+    atomic_store(&c->last_reconcile, done);
 }
 
 static void drain(struct controller *c)
@@ -574,7 +549,8 @@ static void *loop(void *arg)
             until.tv_nsec = ns % NS_PER_SEC;
             pthread_cond_timedwait(&c->cond, &c->lock, &until);
         }
-        bool stopping = c->stopping, dirty = c->dirty;
+        /* Jobs whose end is being decided are looked at every tick. */
+        bool stopping = c->stopping, dirty = c->dirty || c->nending > 0;
         c->dirty = false;
         pthread_mutex_unlock(&c->lock);
         if (stopping)
@@ -582,7 +558,7 @@ static void *loop(void *arg)
         for (size_t e = 0; e < c->nexec; e++)
             c->executors[e]->poll(c->executors[e]);
         drain(c);
-        if (dirty || clock_mono_ns() - c->last_reconcile > NS_PER_SEC)
+        if (dirty || clock_mono_ns() - atomic_load(&c->last_reconcile) > NS_PER_SEC)
             reconcile(c);
         drain(c);
     }
@@ -604,15 +580,17 @@ static void adopt_all(struct controller *c)
         json_t *spec = json_loads(j->spec, 0, NULL);
         struct spec_view v;
         spec_view(spec, &v);
+        if (c->opts.health) /* before adopt: the ranks' logs are fed from then on */
+            health_attempt(c->opts.health, j, j->attempt, v.nranks, true);
         struct err err;
         err_init(&err);
         int rc = ex->adopt(ex, j, &v, &err);
         if (rc < 0)
             log_warn("controller: adopting job %s: %s", j->id, err.msg);
         else if (rc == 1 && j->state == JOB_CANCELLING)
-            finish(c, j, JOB_CANCELLED, "Cancelled", j->message, NULL);
+            controller_finish(c, j, JOB_CANCELLED, "Cancelled", j->message, NULL, NULL, 0);
         else if (rc == 1 && (j->state == JOB_STARTING || j->state == JOB_RUNNING))
-            start_attempt(c, ex, j, &v, j->attempt);
+            controller_start_attempt(c, ex, j, &v, j->attempt);
         else
             log_info("controller: adopted job %s (%s)", j->id, jobstate_name(j->state));
         err_release(&err);
@@ -629,6 +607,19 @@ int controller_start(struct controller *c, struct err *err)
         return err_set(err, ERR_INTERNAL, "cannot start the controller thread");
     c->running = true;
     return 0;
+}
+
+void controller_rank_failed(struct controller *c, int64_t job_pk, int attempt, int rank,
+                            const char *reason, const char *message)
+{
+    struct rank_report r = { .job_pk = job_pk,
+                             .attempt = attempt,
+                             .rank = rank,
+                             .state = RANK_FAILED,
+                             .exit_code = -1,
+                             .reason = reason,
+                             .message = message };
+    on_rank(c, &r);
 }
 
 void controller_wake(struct controller *c, int64_t job_pk)
@@ -663,6 +654,7 @@ void controller_free(struct controller *c)
         c->head = next;
     }
     free(c->stopping_jobs);
+    free(c->ending);
     pthread_cond_destroy(&c->cond);
     pthread_mutex_destroy(&c->lock);
     free(c);
@@ -670,13 +662,29 @@ void controller_free(struct controller *c)
 
 void controller_metrics(struct controller *c, struct buf *out)
 {
+    int64_t last = atomic_load(&c->last_reconcile);
     buf_printf(out,
                "# HELP trainyard_job_starts_total Job attempts started.\n"
                "# TYPE trainyard_job_starts_total counter\ntrainyard_job_starts_total %llu\n"
                "# HELP trainyard_job_restarts_total Jobs restarted after a rank failed.\n"
                "# TYPE trainyard_job_restarts_total counter\ntrainyard_job_restarts_total %llu\n"
                "# HELP trainyard_job_failures_total Jobs that failed.\n"
-               "# TYPE trainyard_job_failures_total counter\ntrainyard_job_failures_total %llu\n",
+               "# TYPE trainyard_job_failures_total counter\ntrainyard_job_failures_total %llu\n"
+               "# HELP trainyard_job_preemptions_total Jobs that ended preempted.\n"
+               "# TYPE trainyard_job_preemptions_total counter\n"
+               "trainyard_job_preemptions_total %llu\n"
+               "# HELP trainyard_job_stalls_total Running jobs flagged stalled.\n"
+               "# TYPE trainyard_job_stalls_total counter\ntrainyard_job_stalls_total %llu\n"
+               "# HELP trainyard_reconcile_lag_seconds Time since the last reconcile pass "
+               "ended.\n"
+               "# TYPE trainyard_reconcile_lag_seconds gauge\n"
+               "trainyard_reconcile_lag_seconds %.6f\n"
+               "# HELP trainyard_reconcile_duration_seconds Duration of the last reconcile "
+               "pass.\n"
+               "# TYPE trainyard_reconcile_duration_seconds gauge\n"
+               "trainyard_reconcile_duration_seconds %.6f\n",
                (unsigned long long)c->starts, (unsigned long long)c->restarts,
-               (unsigned long long)c->failures);
+               (unsigned long long)c->failures, (unsigned long long)c->preemptions,
+               (unsigned long long)c->stalls, last ? (double)(clock_mono_ns() - last) / 1e9 : 0.0,
+               (double)atomic_load(&c->reconcile_ns) / 1e9);
 }

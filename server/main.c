@@ -14,6 +14,8 @@
 #include "server/collect.h"
 #include "server/config.h"
 #include "server/controller.h"
+#include "server/dcgm.h"
+#include "server/health.h"
 #include "server/core/clock.h"
 #include "server/core/log.h"
 #include "server/core/notify.h"
@@ -31,6 +33,8 @@ struct daemon {
     struct store *store;
     struct notify *notify;
     struct collect *collect;
+    struct health *health;
+    struct dcgm *dcgm;
     struct executor *executors[2];
     size_t nexec;
     struct controller *controller;
@@ -81,9 +85,32 @@ static void hook_metrics(void *ctx, struct buf *out)
     struct daemon *d = ctx;
     controller_metrics(d->controller, out);
     collect_metrics(d->collect, out);
+    health_metrics(d->health, out);
+    if (d->dcgm)
+        dcgm_metrics(d->dcgm, out);
     for (size_t i = 0; i < d->nexec; i++)
         if (d->executors[i]->metrics)
             d->executors[i]->metrics(d->executors[i], out);
+}
+
+/* Heartbeats and preflight reports of ranks (HTTP threads): recorded by the health registry;
+ * a failed preflight fails the rank at once. */
+static void hook_rank_report(void *ctx, int64_t pk, int attempt, int rank, const char *kind,
+                             const json_t *body)
+{
+    struct daemon *d = ctx;
+    if (strcmp(kind, "heartbeat") == 0) {
+        health_heartbeat(d->health, pk, rank, body);
+        return;
+    }
+    char why[512];
+    if (health_preflight(d->health, pk, rank, NULL, body, why, sizeof(why)))
+        controller_rank_failed(d->controller, pk, attempt, rank, "PreflightFailed", why);
+}
+
+static bool logs_pending(void *ctx, int64_t pk)
+{
+    return collect_pending(ctx, pk);
 }
 
 static int check_listener(const struct config *cfg, struct err *err)
@@ -163,9 +190,11 @@ static int open_store(struct daemon *d, struct err *err)
 
 static int start_executors(struct daemon *d, struct err *err)
 {
+    d->health = health_new(d->store, NULL);
     struct collect_options co = { .max_bytes = d->cfg.log_max_bytes,
                                   .max_age_ns = d->cfg.log_max_age_ns,
-                                  .poll_ns = d->cfg.log_poll_ns };
+                                  .poll_ns = d->cfg.log_poll_ns,
+                                  .hooks = { .ctx = d->health, .lines = health_lines } };
     d->collect = collect_new(d->store, d->notify, &co);
     struct local_options lo = { .data_dir = d->cfg.data_dir, .slots = d->cfg.local_slots,
                                 .max_line = d->cfg.log_max_line,
@@ -174,8 +203,18 @@ static int start_executors(struct daemon *d, struct err *err)
     if (!d->executors[d->nexec])
         return -1;
     d->nexec++;
-    struct controller_options opts = { .stop_grace_ns = d->cfg.stop_grace_ns };
+    struct controller_options opts = { .stop_grace_ns = d->cfg.stop_grace_ns,
+                                       .health = d->health,
+                                       .stall_floor_ns = d->cfg.stall_floor_ns,
+                                       .logs_pending = logs_pending,
+                                       .logs_ctx = d->collect };
     d->controller = controller_new(d->store, d->executors, d->nexec, &opts, NULL);
+    if (d->cfg.prometheus_url[0]) {
+        struct dcgm_options dop = { .url = d->cfg.prometheus_url,
+                                    .interval_ns = d->cfg.prometheus_interval_ns,
+                                    .bearer = getenv("TRAINYARD_PROMETHEUS_TOKEN") };
+        d->dcgm = dcgm_new(d->health, d->store, &dop);
+    }
     return 0;
 }
 
@@ -193,7 +232,7 @@ static void setup_api(struct daemon *d)
     a->started_at = clock_now_ns();
     a->hooks = (struct api_hooks){ .ctx = d, .job_changed = hook_job_changed,
                                    .job_deleted = hook_job_deleted, .dry_run = hook_dry_run,
-                                   .metrics = hook_metrics };
+                                   .metrics = hook_metrics, .rank_report = hook_rank_report };
     ratelimit_init(a);
 }
 
@@ -248,8 +287,10 @@ static void run_until_stopped(struct daemon *d, int sigfd)
 static void teardown(struct daemon *d)
 {
     http_stop(d->http);
+    dcgm_free(d->dcgm);
     controller_free(d->controller);
     collect_free(d->collect);
+    health_free(d->health);
     for (size_t i = 0; i < d->nexec; i++)
         d->executors[i]->free(d->executors[i]);
     if (d->store)
@@ -284,6 +325,7 @@ static int cmd_serve(int argc, char **argv)
     }
     setup_api(&d);
     if (collect_start(d.collect, &err) < 0 || controller_start(d.controller, &err) < 0 ||
+        (d.dcgm && dcgm_start(d.dcgm, &err) < 0) ||
         (collect_adopted(d.collect), start_http(&d, &err)) < 0) {
         fprintf(stderr, "trainyard: %s\n", err.msg);
         teardown(&d);

@@ -1,0 +1,109 @@
+/*
+ * nodes: marks on nodes (OpenAPI tag "nodes"; store/nodes.h). The daemon marks a node
+ * `suspect` after a failed preflight or a hardware finding (Xid, ECC); an admin can mark a
+ * node `suspect` or `bad` and remove marks. Executors avoid marked nodes when they place ranks.
+ * The listing of nodes themselves belongs to the Kubernetes executor (GET /v1/nodes).
+ */
+#include "api/handlers.h"
+#include "server/core/jsonx.h"
+#include "server/core/names.h"
+#include "store/nodes.h"
+#include "store/tokens.h"
+
+static json_t *node_mark_json(const struct node_mark *m)
+{
+    json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s}", "node", m->name, "state", m->state, "reason",
+                          m->reason, "message", m->message, "source", m->source);
+    jsonx_set_str(o, "job_id", m->job_id[0] ? m->job_id : NULL);
+    jsonx_set_str(o, "created_by", m->created_by[0] ? m->created_by : NULL);
+    jsonx_set_time(o, "created_at", m->created_at);
+    jsonx_set_time(o, "updated_at", m->updated_at);
+    return o;
+}
+
+static int check_name(struct request *req, struct response *res)
+{
+    const char *why = names_dns1123_subdomain(req->params[0]);
+    if (why) {
+        problem(req, res, ERR_INVALID, "node name %s", why);
+        return -1;
+    }
+    return 0;
+}
+
+static void respond_mark(struct request *req, struct response *res, int status)
+{
+    struct err err;
+    err_init(&err);
+    struct node_mark *m = store_node_mark_get(req->api->store, req->params[0], &err);
+    if (m)
+        response_json_new(res, status, node_mark_json(m));
+    else
+        problem_respond(req, res, &err);
+    node_mark_free(m);
+    err_release(&err);
+}
+
+void nodes_get_mark(struct request *req, struct response *res)
+{
+    if (check_name(req, res) == 0)
+        respond_mark(req, res, 200);
+}
+
+static void audit(struct request *req, const char *action)
+{
+    char target[300];
+    snprintf(target, sizeof(target), "node/%s", req->params[0]);
+    struct audit_entry e = {
+        .actor = req->who.name, .action = action, .target = target, .request_id = req->request_id
+    };
+    store_audit_add(req->api->store, &e, NULL);
+}
+
+void nodes_mark(struct request *req, struct response *res)
+{
+    if (check_name(req, res) < 0)
+        return;
+    json_t *body = request_body_doc(req, res);
+    if (!body)
+        return;
+    const char *state = jsonx_str(body, "state"), *why = jsonx_str(body, "reason");
+    const char *msg = jsonx_str(body, "message");
+    struct err err;
+    err_init(&err);
+    if (!state || (strcmp(state, "suspect") != 0 && strcmp(state, "bad") != 0))
+        err_field(&err, "/state", "must be \"suspect\" or \"bad\"");
+    if (!why || !*why || strlen(why) > 128)
+        err_field(&err, "/reason", "is required: 1 to 128 characters");
+    if (json_object_get(body, "message") && (!msg || strlen(msg) > 1024))
+        err_field(&err, "/message", "must be a string of at most 1024 characters");
+    struct node_mark_new m = { .name = req->params[0],
+                               .state = state,
+                               .reason = why,
+                               .message = msg,
+                               .source = "admin",
+                               .created_by = req->who.name };
+    if (!err_is_set(&err) && store_node_mark(req->api->store, &m, &err) == 0) {
+        audit(req, "node.mark");
+        respond_mark(req, res, 200);
+    } else {
+        problem_respond(req, res, &err);
+    }
+    err_release(&err);
+    json_decref(body);
+}
+
+void nodes_unmark(struct request *req, struct response *res)
+{
+    if (check_name(req, res) < 0)
+        return;
+    struct err err;
+    err_init(&err);
+    if (store_node_unmark(req->api->store, req->params[0], &err) == 0) {
+        audit(req, "node.unmark");
+        res->status = 204;
+    } else {
+        problem_respond(req, res, &err);
+    }
+    err_release(&err);
+}
