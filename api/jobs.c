@@ -4,6 +4,7 @@
  * Job creation is group-committed: the handler defers, the store writer commits a batch of
  * submissions at once and completes each request after COMMIT.
  */
+#include "api/apimetrics.h"
 #include "api/handlers.h"
 #include "api/job_json.h"
 #include "api/selector.h"
@@ -108,6 +109,7 @@ static void inserted(void *ctx, int rc, struct err *err)
     } else if (s->out.replayed) {
         respond_job(req, res, 200, s->out.replayed_id);
     } else {
+        apimetrics_submission();
         response_json_new(res, 201, new_job_json(s));
         char location[64];
         snprintf(location, sizeof(location), "/v1/jobs/%s", s->id);

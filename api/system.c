@@ -2,11 +2,13 @@
  * system: health, readiness, version, the OpenAPI document, Prometheus metrics, and the
  * embedded web page. Everything here answers without touching jobs.
  */
+#include "api/apimetrics.h"
 #include "api/assets.h"
 #include "api/handlers.h"
 #include "server/core/clock.h"
 #include "server/core/notify.h"
 #include "store/jobs.h"
+#include "store/metrics.h"
 #include "store/store.h"
 
 void system_healthz(struct request *req, struct response *res)
@@ -118,6 +120,16 @@ void system_metrics(struct request *req, struct response *res)
                    "# HELP trainyard_log_followers Clients following logs now.\n"
                    "# TYPE trainyard_log_followers gauge\ntrainyard_log_followers %d\n",
                    notify_count(api->notify));
+    int64_t lines, dropped;
+    if (store_log_totals(api->store, &lines, &dropped, NULL) == 0)
+        buf_printf(b,
+                   "# HELP trainyard_log_lines_stored Log lines kept in the database.\n"
+                   "# TYPE trainyard_log_lines_stored gauge\ntrainyard_log_lines_stored %lld\n"
+                   "# HELP trainyard_log_lines_dropped Log lines retention dropped, over the "
+                   "jobs still stored.\n"
+                   "# TYPE trainyard_log_lines_dropped gauge\ntrainyard_log_lines_dropped %lld\n",
+                   (long long)lines, (long long)dropped);
+    apimetrics_write(b);
     if (api->hooks.metrics)
         api->hooks.metrics(api->hooks.ctx, b);
 }

@@ -23,6 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "server/cgroup.h"
 #include "server/core/buf.h"
 #include "server/core/clock.h"
 #include "server/core/linesplit.h"
@@ -83,12 +84,14 @@ static int write_atomic(const char *dir, const char *name, const char *text)
     return rc;
 }
 
-static pid_t spawn(char **argv, int out_fd, int err_fd)
+static pid_t spawn(char **argv, int out_fd, int err_fd, const char *cgroup)
 {
     pid_t pid = fork();
     if (pid != 0)
         return pid;
     setpgid(0, 0);
+    if (cgroup)
+        cgroup_enter(cgroup); /* the rank's memory cgroup; the shim stays outside it */
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
@@ -175,7 +178,8 @@ static int supervise(struct shim *s, int out_fd, int err_fd, int sfd)
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: trainyard shim --dir DIR [--max-line BYTES] -- COMMAND [ARG]...\n");
+    fprintf(stderr, "usage: trainyard shim --dir DIR [--max-line BYTES] [--cgroup DIR] -- "
+                    "COMMAND [ARG]...\n");
     return 2;
 }
 
@@ -183,10 +187,13 @@ int shim_main(int argc, char **argv)
 {
     struct shim s = { .log_fd = -1 };
     int64_t max_line = 65536;
+    const char *cgroup = NULL;
     int i = 1;
     for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
         if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
             s.dir = argv[++i];
+        else if (strcmp(argv[i], "--cgroup") == 0 && i + 1 < argc)
+            cgroup = argv[++i];
         else if (strcmp(argv[i], "--max-line") == 0 && i + 1 < argc &&
                  parse_int64(argv[i + 1], 256, 1 << 24, &max_line) == 0)
             i++;
@@ -214,7 +221,7 @@ int shim_main(int argc, char **argv)
     for (int k = 0; k < 2; k++)
         linesplit_init(&s.split[k], (size_t)max_line);
     int64_t started = clock_now_ns();
-    s.child = spawn(argv + i + 1, out[1], err[1]);
+    s.child = spawn(argv + i + 1, out[1], err[1], cgroup);
     close(out[1]);
     close(err[1]);
     if (s.child > 0)
