@@ -24,9 +24,10 @@ enum {
 };
 
 static const char *const sql[] = {
-    [M_SERIES_ADD] = "INSERT INTO metric_series (job_pk, name, rank) VALUES (:pk, :name, :rank)"
+    [M_SERIES_ADD] = "INSERT INTO metric_series (job_pk, name, rank, source)"
+                     " VALUES (:pk, :name, :rank, :source)"
                      " ON CONFLICT (job_pk, name, rank) DO NOTHING",
-    [M_SERIES_GET] = "SELECT pk FROM metric_series WHERE job_pk = :pk AND name = :name"
+    [M_SERIES_GET] = "SELECT pk, source FROM metric_series WHERE job_pk = :pk AND name = :name"
                      " AND rank = :rank",
     [M_POINT_ADD] = "INSERT OR IGNORE INTO metric_points (series, time, seq, step, value)"
                     " VALUES (:series, :time, :seq, :step, :value)",
@@ -64,7 +65,16 @@ struct seen {
     const char *name;
     int rank;
     int64_t id;
+    bool log;  /* the source of the points looked up (seq > 0) */
+    bool keep; /* that source is the series' own */
 };
+
+/* Log lines (seq > 0) and worker reports (seq 0) often carry the same metric: a series keeps
+ * the points of the source that created it, so no step shows up twice. */
+static const char *source_of(const struct mpoint *p)
+{
+    return p->seq > 0 ? "log" : "report";
+}
 
 static struct batch *batch_new(int64_t pk, const struct metric_point *p, size_t n)
 {
@@ -91,25 +101,29 @@ static void batch_free(struct batch *b)
     free(b);
 }
 
-static int series_id(struct conn *c, int64_t pk, const char *name, int rank, int64_t *id,
+static int series_id(struct conn *c, int64_t pk, const struct mpoint *p, struct seen *out,
                      struct err *err)
 {
     sqlite3_stmt *s = STMT(c, M_SERIES_ADD, err);
     if (!s)
         return -1;
     bind_int(s, ":pk", pk);
-    bind_text(s, ":name", name);
-    bind_int(s, ":rank", rank);
+    bind_text(s, ":name", p->name);
+    bind_int(s, ":rank", p->rank);
+    bind_text(s, ":source", source_of(p));
     if (sql_exec_stmt(c, s, err, "storing a metric series") < 0)
         return -1;
     s = STMT(c, M_SERIES_GET, err);
     if (!s)
         return -1;
     bind_int(s, ":pk", pk);
-    bind_text(s, ":name", name);
-    bind_int(s, ":rank", rank);
+    bind_text(s, ":name", p->name);
+    bind_int(s, ":rank", p->rank);
     int rc = sqlite3_step(s);
-    *id = rc == SQLITE_ROW ? col_int(s, 0) : 0;
+    if (rc == SQLITE_ROW) {
+        out->id = col_int(s, 0);
+        out->keep = strcmp(col_text(s, 1), source_of(p)) == 0;
+    }
     sqlite3_reset(s);
     return rc == SQLITE_ROW ? 0 : sql_fail(c, err, "finding a metric series");
 }
@@ -139,14 +153,16 @@ static int apply_append(struct conn *c, void *arg, struct err *err)
     for (size_t i = 0; i < b->n && rc == 0; i++) {
         const struct mpoint *p = &b->p[i];
         size_t k = 0;
-        while (k < nseen && (seen[k].rank != p->rank || strcmp(seen[k].name, p->name) != 0))
+        bool log = p->seq > 0;
+        while (k < nseen && (seen[k].rank != p->rank || seen[k].log != log ||
+                             strcmp(seen[k].name, p->name) != 0))
             k++;
         if (k == nseen) {
-            seen[k] = (struct seen){ .name = p->name, .rank = p->rank };
-            rc = series_id(c, b->pk, p->name, p->rank, &seen[k].id, err);
+            seen[k] = (struct seen){ .name = p->name, .rank = p->rank, .log = log };
+            rc = series_id(c, b->pk, p, &seen[k], err);
             nseen++;
         }
-        if (rc == 0)
+        if (rc == 0 && seen[k].keep)
             rc = put_point(c, seen[k].id, p, err);
     }
     free(seen);

@@ -166,6 +166,7 @@ static const char *const migrations[] = {
     "  job_pk INTEGER NOT NULL REFERENCES jobs(pk) ON DELETE CASCADE,"
     "  name TEXT NOT NULL,"
     "  rank INTEGER NOT NULL,"
+    "  source TEXT NOT NULL,"           /* log | report: the one source whose points it keeps */
     "  UNIQUE (job_pk, name, rank));"
     "CREATE TABLE metric_points ("
     "  series INTEGER NOT NULL REFERENCES metric_series(pk) ON DELETE CASCADE,"

@@ -59,6 +59,29 @@ static void test_points(struct store *st, int64_t pk)
     json_decref(none);
 }
 
+/* A series keeps the points of the source that created it: a worker's heartbeat repeating
+ * what the log said adds nothing; a metric only the worker reports is kept. */
+static void test_sources(struct store *st, int64_t pk)
+{
+    struct metric_point hb[] = {
+        { "loss", 0, 2, 2.0, T0 + 5, 0 },
+        { "gpu_mem_gb", 0, 2, 71.5, T0 + 5, 0 },
+        { "gpu_mem_gb", 0, 3, 71.9, T0 + 6, 0 },
+    };
+    CHECK_INT(store_metrics_append(st, pk, hb, 3, NULL), 0);
+    json_t *o = query(st, pk, "loss", 0, 0, 0);
+    CHECK_INT(jsonx_int(json_array_get(json_object_get(o, "series"), 0), "count", 0), 4);
+    json_decref(o);
+    o = query(st, pk, "gpu_mem_gb", 0, 0, 0);
+    CHECK_INT(jsonx_int(json_array_get(json_object_get(o, "series"), 0), "count", 0), 2);
+    json_decref(o);
+    struct metric_point later = { "gpu_mem_gb", 0, 4, 72.0, T0 + 7, 99 }; /* from a log line */
+    CHECK_INT(store_metrics_append(st, pk, &later, 1, NULL), 0);
+    o = query(st, pk, "gpu_mem_gb", 0, 0, 0);
+    CHECK_INT(jsonx_int(json_array_get(json_object_get(o, "series"), 0), "count", 0), 2);
+    json_decref(o);
+}
+
 static void test_downsample(struct store *st, int64_t pk)
 {
     enum { N = 10000 };
@@ -111,6 +134,7 @@ int main(void)
         return check_done();
     int64_t pk = fixture_job(st, "job-metrics");
     test_points(st, pk);
+    test_sources(st, pk);
     test_downsample(st, pk);
     int64_t lines = -1, dropped = -1;
     CHECK_INT(store_log_totals(st, &lines, &dropped, NULL), 0);
