@@ -46,11 +46,16 @@ void controller_ending_remove(struct controller *c, int64_t pk)
         *e = c->ending[--c->nending];
 }
 
-/* Marks the node the diagnosis blames (Xid, ECC, failed preflight...) suspect. */
+/* Marks the node the diagnosis blames (Xid, ECC...) suspect, unless it has a mark. */
 static void mark_node(struct controller *c, const struct job *j, const struct outcome *o)
 {
     if (!o->node_fault || !o->node[0])
         return;
+    struct node_mark *have = store_node_mark_get(c->st, o->node, NULL);
+    bool marked = have != NULL;
+    node_mark_free(have);
+    if (marked)
+        return; /* already marked (a failed preflight, an admin): keep that mark */
     struct node_mark_new m = { .name = o->node,
                                .state = "suspect",
                                .reason = o->reason,
