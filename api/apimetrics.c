@@ -70,9 +70,10 @@ static void write_cell(struct buf *out, const char *op, const char *cls, struct 
 
 void apimetrics_write(struct buf *out)
 {
-    buf_printf(out, "# HELP trainyard_job_submissions_total Jobs accepted by POST /v1/jobs.\n"
-                    "# TYPE trainyard_job_submissions_total counter\n"
-                    "trainyard_job_submissions_total %llu\n",
+    buf_printf(out,
+               "# HELP trainyard_job_submissions_total Jobs accepted by POST /v1/jobs.\n"
+               "# TYPE trainyard_job_submissions_total counter\n"
+               "trainyard_job_submissions_total %llu\n",
                (unsigned long long)atomic_load(&submissions));
     buf_puts(out, "# HELP trainyard_http_request_duration_seconds Time to answer API requests, "
                   "by operation and status class (log follows excluded).\n"

@@ -4,8 +4,9 @@
  * daemon restart) and the end of an entry. Persistence is in healthsave.c; stalls, worker
  * reports, GPUs and Prometheus text in healthwatch.c.
  *
- * Threads and locks: see health_internal.h. The ingest hook holds one entry lock per batch of
- * lines; store writes of metric samples are queued (store_write_async) after it is released.
+ * Threads and locks: see health_internal.h. Feeding holds one entry lock per batch of lines;
+ * store writes of metric samples are queued (store_write_async) after it is released. The
+ * collector's hook (health_lines, healthfeed.c) only queues batches for the feeder thread.
  */
 #include "server/health_internal.h"
 
@@ -68,6 +69,9 @@ struct health *health_new(struct store *st, const struct health_options *o)
         h->o.persist_ns = NS_PER_SEC;
     pthread_mutex_init(&h->lock, NULL);
     pthread_mutex_init(&h->nodes_lock, NULL);
+    pthread_mutex_init(&h->qlock, NULL);
+    pthread_cond_init(&h->qwork, NULL);
+    pthread_cond_init(&h->qspace, NULL);
     return h;
 }
 
@@ -97,6 +101,7 @@ void health_free(struct health *h)
 {
     if (!h)
         return;
+    health_feeder_stop(h);
     for (size_t b = 0; b < HEALTH_BUCKETS; b++) {
         while (h->buckets[b]) {
             struct entry *e = h->buckets[b];
@@ -113,6 +118,9 @@ void health_free(struct health *h)
         free(n);
     }
     pthread_mutex_destroy(&h->nodes_lock);
+    pthread_cond_destroy(&h->qspace);
+    pthread_cond_destroy(&h->qwork);
+    pthread_mutex_destroy(&h->qlock);
     pthread_mutex_destroy(&h->lock);
     free(h);
 }
@@ -152,9 +160,8 @@ static void feed_line(struct diag *d, const struct log_line *l, struct samples *
     sm->n += diag_feed(d, &dl, sm->s + sm->n, SAMPLES_PER_LINE);
 }
 
-void health_lines(void *ctx, int64_t job_pk, const struct log_line *lines, size_t n)
+void health_feed(struct health *h, int64_t job_pk, const struct log_line *lines, size_t n)
 {
-    struct health *h = ctx;
     struct entry *e = entry_acquire(h, job_pk);
     if (!e)
         return;

@@ -11,7 +11,8 @@
  * then on; health_summarize() replays the attempt's stored lines when it needs the whole story
  * (deciding how a failed job ends), so the restart never changes a verdict.
  *
- * Threads: health_lines() runs on the collector thread, health_heartbeat()/health_preflight()
+ * Threads: health_lines() runs on the collector thread (and hands the lines to the feeder
+ * thread once health_start() ran), health_heartbeat()/health_preflight()
  * and health_metrics() on HTTP threads, everything else on the controller thread. Each entry
  * has its own lock; entries are removed only by health_forget() on the controller thread.
  */
@@ -39,9 +40,20 @@ struct health_options {
 struct health *health_new(struct store *st, const struct health_options *o);
 void health_free(struct health *h);
 
+/* Starts the feeder thread: from then on health_lines() copies each batch into a queue (at
+ * most 64 MiB; the collector waits beyond) and the feeder does the analysis, so diagnosis runs
+ * beside ingest instead of in its way. Without it, health_lines() feeds on the caller's
+ * thread. */
+int health_start(struct health *h, struct err *err);
+
 /* collect_hooks.lines: feeds each line to its job's diagnosis and stores the metric samples
  * the progress parser finds. Lines of jobs or attempts without an entry are skipped. */
 void health_lines(void *ctx, int64_t job_pk, const struct log_line *lines, size_t n);
+/* True while lines of the job wait for (or are in) the feeder: its diagnosis is not up to date
+ * with the stored log yet. Any thread. */
+bool health_pending(struct health *h, int64_t job_pk);
+/* Waits until every queued line has been fed (tests, benchmarks). */
+void health_drain(struct health *h);
 
 /* An attempt of job j starts (fresh diagnosis) or, with adopted, was found running after a
  * daemon restart (its earlier lines are replayed by health_summarize when needed). */

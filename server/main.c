@@ -108,9 +108,11 @@ static void hook_rank_report(void *ctx, int64_t pk, int attempt, int rank, const
         controller_rank_failed(d->controller, pk, attempt, rank, "PreflightFailed", why);
 }
 
+/* Lines of the job still to be stored, or stored but not yet fed to its diagnosis. */
 static bool logs_pending(void *ctx, int64_t pk)
 {
-    return collect_pending(ctx, pk);
+    struct daemon *d = ctx;
+    return collect_pending(d->collect, pk) || health_pending(d->health, pk);
 }
 
 static int check_listener(const struct config *cfg, struct err *err)
@@ -324,7 +326,8 @@ static int cmd_serve(int argc, char **argv)
         return 1;
     }
     setup_api(&d);
-    if (collect_start(d.collect, &err) < 0 || controller_start(d.controller, &err) < 0 ||
+    if (health_start(d.health, &err) < 0 || collect_start(d.collect, &err) < 0 ||
+        controller_start(d.controller, &err) < 0 ||
         (d.dcgm && dcgm_start(d.dcgm, &err) < 0) ||
         (collect_adopted(d.collect), start_http(&d, &err)) < 0) {
         fprintf(stderr, "trainyard: %s\n", err.msg);

@@ -1,8 +1,11 @@
 /*
- * store/metrics: metric series and points (see metrics.h). Appends are copied into a heap batch
- * that the writer applies and frees; series ids are looked up once per distinct (name, rank)
- * of a batch. Reads run on the caller's connection; downsampling is one GROUP BY per series.
- * NaN is stored as NULL (SQLite has no NaN); infinities are stored as they are.
+ * store/metrics: metric series and their points (see metrics.h). An append stores, per series,
+ * one block row holding that append's points packed as fixed 32-byte little-endian records
+ * (time, seq, step, value as IEEE-754 bits; NaN and infinities kept), sorted by (time, seq):
+ * a flush of the collector with thousands of samples costs a few row inserts, not one per
+ * sample. Reads decode the blocks overlapping the range; a short range is returned point by
+ * point (sorted, the same point stored twice kept once), a long one is folded into buckets as
+ * the blocks stream by.
  */
 #include "store/metrics.h"
 
@@ -12,14 +15,15 @@
 #include "server/core/xalloc.h"
 #include "store/internal.h"
 
+#define RECORD 32
+
 enum {
     M_SERIES_ADD,
     M_SERIES_GET,
-    M_POINT_ADD,
+    M_BLOCK_ADD,
     M_SERIES_LIST,
     M_RANGE,
-    M_POINTS,
-    M_BUCKETS,
+    M_BLOCKS,
     M_LOG_TOTALS,
 };
 
@@ -29,144 +33,247 @@ static const char *const sql[] = {
                      " ON CONFLICT (job_pk, name, rank) DO NOTHING",
     [M_SERIES_GET] = "SELECT pk, source FROM metric_series WHERE job_pk = :pk AND name = :name"
                      " AND rank = :rank",
-    [M_POINT_ADD] = "INSERT OR IGNORE INTO metric_points (series, time, seq, step, value)"
-                    " VALUES (:series, :time, :seq, :step, :value)",
+    [M_BLOCK_ADD] = "INSERT INTO metric_blocks (series, first_time, last_time, npoints, data)"
+                    " VALUES (:series, :first, :last, :n, :data)",
     [M_SERIES_LIST] = "SELECT pk, name, rank FROM metric_series WHERE job_pk = :pk"
                       " AND (:name IS NULL OR name = :name) AND (:rank < 0 OR rank = :rank)"
                       " ORDER BY name, rank",
-    [M_RANGE] = "SELECT count(*), min(time), max(time) FROM metric_points WHERE series = :s"
-                " AND time >= :since AND time < :until",
-    [M_POINTS] = "SELECT time, step, value FROM metric_points WHERE series = :s"
-                 " AND time >= :since AND time < :until ORDER BY time, seq",
-    [M_BUCKETS] = "SELECT (time - :t0) / :width AS b, max(time), max(step), avg(value),"
-                  " min(value), max(value), count(*) FROM metric_points WHERE series = :s"
-                  " AND time >= :since AND time < :until GROUP BY b ORDER BY b",
+    [M_RANGE] = "SELECT min(first_time), max(last_time), coalesce(sum(npoints), 0)"
+                " FROM metric_blocks WHERE series = :s AND last_time >= :since"
+                " AND first_time < :until",
+    [M_BLOCKS] = "SELECT data FROM metric_blocks WHERE series = :s AND last_time >= :since"
+                 " AND first_time < :until ORDER BY first_time",
     [M_LOG_TOTALS] = "SELECT coalesce(sum(lines), 0), coalesce(sum(dropped_lines), 0)"
                      " FROM log_state",
 };
 
 #define STMT(c, i, err) stmt((c), MOD_METRICS, (i), sql[(i)], (err))
 
+/* A point as stored (its series is its block's). */
 struct mpoint {
-    char name[METRIC_NAME_MAX];
-    int rank;
     int64_t step, time, seq;
     double value;
 };
 
+/* The points of one series in one append, encoded on the caller's thread. */
+struct group {
+    char name[METRIC_NAME_MAX];
+    int rank;
+    bool log;
+    unsigned char *data;
+    size_t n;
+    int64_t first, last, last_seq;
+};
+
 struct batch {
     int64_t pk;
-    struct mpoint *p;
+    struct group *g;
     size_t n;
 };
 
-/* Series ids seen in one batch. */
+/* A series of the read side. */
 struct seen {
     const char *name;
     int rank;
     int64_t id;
-    bool log;  /* the source of the points looked up (seq > 0) */
-    bool keep; /* that source is the series' own */
 };
 
 /* Log lines (seq > 0) and worker reports (seq 0) often carry the same metric: a series keeps
- * the points of the source that created it, so no step shows up twice. */
-static const char *source_of(const struct mpoint *p)
+ * the points of the source that created it (metric_series.source), so no step shows twice. */
+
+static void put64(unsigned char *b, uint64_t v)
 {
-    return p->seq > 0 ? "log" : "report";
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(b, &v, 8);
+#else
+    for (int i = 0; i < 8; i++)
+        b[i] = (unsigned char)(v >> (8 * i));
+#endif
 }
 
-static struct batch *batch_new(int64_t pk, const struct metric_point *p, size_t n)
+static uint64_t get64(const unsigned char *b)
 {
-    struct batch *b = XNEW(struct batch);
-    b->pk = pk;
-    b->n = n;
-    b->p = xcalloc(n ? n : 1, sizeof(*b->p));
-    for (size_t i = 0; i < n; i++) {
-        snprintf(b->p[i].name, sizeof(b->p[i].name), "%s", p[i].name ? p[i].name : "");
-        b->p[i].rank = p[i].rank;
-        b->p[i].step = p[i].step;
-        b->p[i].time = p[i].time;
-        b->p[i].seq = p[i].seq;
-        b->p[i].value = p[i].value;
-    }
-    return b;
+    uint64_t v = 0;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(&v, b, 8);
+#else
+    for (int i = 0; i < 8; i++)
+        v |= (uint64_t)b[i] << (8 * i);
+#endif
+    return v;
+}
+
+static void encode(unsigned char *b, const struct mpoint *p)
+{
+    uint64_t bits;
+    memcpy(&bits, &p->value, sizeof(bits));
+    put64(b, (uint64_t)p->time);
+    put64(b + 8, (uint64_t)p->seq);
+    put64(b + 16, (uint64_t)p->step);
+    put64(b + 24, bits);
+}
+
+static void decode(const unsigned char *b, struct mpoint *p)
+{
+    uint64_t bits = get64(b + 24);
+    p->time = (int64_t)get64(b);
+    p->seq = (int64_t)get64(b + 8);
+    p->step = (int64_t)get64(b + 16);
+    memcpy(&p->value, &bits, sizeof(bits));
 }
 
 static void batch_free(struct batch *b)
 {
     if (!b)
         return;
-    free(b->p);
+    for (size_t i = 0; i < b->n; i++)
+        free(b->g[i].data);
+    free(b->g);
     free(b);
 }
 
-static int series_id(struct conn *c, int64_t pk, const struct mpoint *p, struct seen *out,
+static uint64_t name_hash(const char *s, size_t n, int rank, bool log)
+{
+    uint64_t h = 1469598103934665603ull ^ (uint64_t)(rank * 2 + log);
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    return h;
+}
+
+/* The group of p in b (appended when new); open addressing over `slots` (index + 1). */
+static struct group *group_of(struct batch *b, size_t *slots, size_t cap,
+                              const struct metric_point *p, size_t len, size_t *counts)
+{
+    bool log = p->seq > 0;
+    uint64_t h = name_hash(p->name, len, p->rank, log);
+    for (size_t i = h & (cap - 1);; i = (i + 1) & (cap - 1)) {
+        if (!slots[i]) {
+            struct group *g = &b->g[b->n];
+            memcpy(g->name, p->name, len);
+            g->rank = p->rank;
+            g->log = log;
+            slots[i] = ++b->n;
+            counts[b->n - 1] = 1;
+            return g;
+        }
+        struct group *g = &b->g[slots[i] - 1];
+        if (g->rank == p->rank && g->log == log && strncmp(g->name, p->name, len) == 0 &&
+            g->name[len] == '\0') {
+            counts[slots[i] - 1]++;
+            return g;
+        }
+    }
+}
+
+static int by_time_seq(const void *a, const void *b)
+{
+    const unsigned char *x = a, *y = b;
+    int64_t tx = (int64_t)get64(x), ty = (int64_t)get64(y);
+    if (tx != ty)
+        return tx < ty ? -1 : 1;
+    int64_t sx = (int64_t)get64(x + 8), sy = (int64_t)get64(y + 8);
+    return (sx > sy) - (sx < sy);
+}
+
+/* Groups the points by series (a hash of name, rank and source), encodes each group's points
+ * in arrival order, and sorts a group only when its points did not arrive in time order. */
+static struct batch *batch_new(int64_t pk, const struct metric_point *p, size_t n)
+{
+    struct batch *b = XNEW(struct batch);
+    b->pk = pk;
+    b->g = xcalloc(n ? n : 1, sizeof(*b->g));
+    size_t cap = 64;
+    while (cap < 2 * n)
+        cap *= 2;
+    size_t *slots = xcalloc(cap, sizeof(*slots)), *count = xcalloc(n ? n : 1, sizeof(*count));
+    size_t *gi = xmalloc((n ? n : 1) * sizeof(*gi));
+    for (size_t i = 0; i < n; i++) {
+        const char *name = p[i].name ? p[i].name : "";
+        struct metric_point q = p[i];
+        q.name = name;
+        struct group *g = group_of(b, slots, cap, &q, strnlen(name, METRIC_NAME_MAX - 1), count);
+        gi[i] = (size_t)(g - b->g);
+    }
+    for (size_t k = 0; k < b->n; k++)
+        b->g[k].data = xmalloc(count[k] * RECORD);
+    bool *unsorted = xcalloc(b->n ? b->n : 1, sizeof(*unsorted));
+    for (size_t i = 0; i < n; i++) {
+        struct group *g = &b->g[gi[i]];
+        struct mpoint m = {
+            .step = p[i].step, .time = p[i].time, .seq = p[i].seq, .value = p[i].value
+        };
+        if (g->n && (m.time < g->last || (m.time == g->last && m.seq < g->last_seq)))
+            unsorted[gi[i]] = true;
+        encode(g->data + g->n * RECORD, &m);
+        g->first = g->n ? (m.time < g->first ? m.time : g->first) : m.time;
+        g->last = g->n && g->last > m.time ? g->last : m.time;
+        g->last_seq = m.seq;
+        g->n++;
+    }
+    for (size_t k = 0; k < b->n; k++)
+        if (unsorted[k])
+            qsort(b->g[k].data, b->g[k].n, RECORD, by_time_seq);
+    free(unsorted);
+    free(slots);
+    free(count);
+    free(gi);
+    return b;
+}
+
+/* The series of g (created for g's source when new); *keep: g's source is the series' own. */
+static int series_id(struct conn *c, int64_t pk, const struct group *g, int64_t *id, bool *keep,
                      struct err *err)
 {
+    const char *source = g->log ? "log" : "report";
     sqlite3_stmt *s = STMT(c, M_SERIES_ADD, err);
     if (!s)
         return -1;
     bind_int(s, ":pk", pk);
-    bind_text(s, ":name", p->name);
-    bind_int(s, ":rank", p->rank);
-    bind_text(s, ":source", source_of(p));
+    bind_text(s, ":name", g->name);
+    bind_int(s, ":rank", g->rank);
+    bind_text(s, ":source", source);
     if (sql_exec_stmt(c, s, err, "storing a metric series") < 0)
         return -1;
     s = STMT(c, M_SERIES_GET, err);
     if (!s)
         return -1;
     bind_int(s, ":pk", pk);
-    bind_text(s, ":name", p->name);
-    bind_int(s, ":rank", p->rank);
+    bind_text(s, ":name", g->name);
+    bind_int(s, ":rank", g->rank);
     int rc = sqlite3_step(s);
     if (rc == SQLITE_ROW) {
-        out->id = col_int(s, 0);
-        out->keep = strcmp(col_text(s, 1), source_of(p)) == 0;
+        *id = col_int(s, 0);
+        *keep = strcmp(col_text(s, 1), source) == 0;
     }
     sqlite3_reset(s);
     return rc == SQLITE_ROW ? 0 : sql_fail(c, err, "finding a metric series");
 }
 
-static int put_point(struct conn *c, int64_t series, const struct mpoint *p, struct err *err)
+static int put_block(struct conn *c, int64_t series, const struct group *g, struct err *err)
 {
-    sqlite3_stmt *s = STMT(c, M_POINT_ADD, err);
+    sqlite3_stmt *s = STMT(c, M_BLOCK_ADD, err);
     if (!s)
         return -1;
     bind_int(s, ":series", series);
-    bind_int(s, ":time", p->time);
-    bind_int(s, ":seq", p->seq);
-    bind_int(s, ":step", p->step);
-    if (isnan(p->value))
-        bind_null(s, ":value");
-    else
-        sqlite3_bind_double(s, sqlite3_bind_parameter_index(s, ":value"), p->value);
-    return sql_exec_stmt(c, s, err, "storing a metric point");
+    bind_int(s, ":first", g->first);
+    bind_int(s, ":last", g->last);
+    bind_int(s, ":n", (int64_t)g->n);
+    bind_blob(s, ":data", g->data, g->n * RECORD);
+    return sql_exec_stmt(c, s, err, "storing metric points");
 }
 
+/* On the writer: only the series lookups and one insert per series. */
 static int apply_append(struct conn *c, void *arg, struct err *err)
 {
     const struct batch *b = arg;
-    struct seen *seen = xcalloc(b->n ? b->n : 1, sizeof(*seen));
-    size_t nseen = 0;
-    int rc = 0;
-    for (size_t i = 0; i < b->n && rc == 0; i++) {
-        const struct mpoint *p = &b->p[i];
-        size_t k = 0;
-        bool log = p->seq > 0;
-        while (k < nseen && (seen[k].rank != p->rank || seen[k].log != log ||
-                             strcmp(seen[k].name, p->name) != 0))
-            k++;
-        if (k == nseen) {
-            seen[k] = (struct seen){ .name = p->name, .rank = p->rank, .log = log };
-            rc = series_id(c, b->pk, p, &seen[k], err);
-            nseen++;
-        }
-        if (rc == 0 && seen[k].keep)
-            rc = put_point(c, seen[k].id, p, err);
+    for (size_t i = 0; i < b->n; i++) {
+        int64_t id = 0;
+        bool keep = false;
+        if (series_id(c, b->pk, &b->g[i], &id, &keep, err) < 0 ||
+            (keep && put_block(c, id, &b->g[i], err) < 0))
+            return -1;
     }
-    free(seen);
-    return rc;
+    return 0;
 }
 
 static void appended(void *ctx, int rc, struct err *err)
@@ -196,94 +303,196 @@ int store_metrics_append(struct store *st, int64_t job_pk, const struct metric_p
     return rc;
 }
 
-/* A value as JSON: numbers, or "nan"/"inf"/"-inf" (NULL column = NaN). */
-static json_t *value_json(sqlite3_stmt *s, int i)
+/* A value as JSON: a number, or "nan"/"inf"/"-inf". */
+static json_t *value_json(double v)
 {
-    if (sqlite3_column_type(s, i) == SQLITE_NULL)
+    if (isnan(v))
         return json_string("nan");
-    double v = sqlite3_column_double(s, i);
     if (isinf(v))
         return json_string(v > 0 ? "inf" : "-inf");
     return json_real(v);
 }
 
-static void bind_range(sqlite3_stmt *s, int64_t id, const struct metric_query *q)
+static json_t *step_json(int64_t step)
 {
-    bind_int(s, ":s", id);
-    bind_int(s, ":since", q->since);
-    bind_int(s, ":until", q->until > 0 ? q->until : INT64_MAX);
+    return step >= 0 ? json_integer(step) : json_null();
 }
 
-static int raw_points(struct conn *c, int64_t id, const struct metric_query *q, json_t *out,
-                      struct err *err)
+struct range {
+    int64_t since, until; /* [since, until) */
+};
+
+/* Calls fn for each stored point of the series in the range, block by block. */
+static int each_point(struct conn *c, int64_t id, const struct range *r,
+                      void (*fn)(void *ctx, const struct mpoint *p), void *ctx, struct err *err)
 {
-    sqlite3_stmt *s = STMT(c, M_POINTS, err);
+    sqlite3_stmt *s = STMT(c, M_BLOCKS, err);
     if (!s)
         return -1;
-    bind_range(s, id, q);
+    bind_int(s, ":s", id);
+    bind_int(s, ":since", r->since);
+    bind_int(s, ":until", r->until);
     int rc;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        json_t *p = json_object();
-        jsonx_set_time(p, "time", col_int(s, 0));
-        json_object_set_new(p, "step",
-                            col_int(s, 1) >= 0 ? json_integer(col_int(s, 1)) : json_null());
-        json_object_set_new(p, "value", value_json(s, 2));
-        json_array_append_new(out, p);
+        const unsigned char *d = sqlite3_column_blob(s, 0);
+        size_t n = (size_t)sqlite3_column_bytes(s, 0) / RECORD;
+        for (size_t i = 0; i < n; i++) {
+            struct mpoint p;
+            decode(d + i * RECORD, &p);
+            if (p.time >= r->since && p.time < r->until)
+                fn(ctx, &p);
+        }
     }
     sqlite3_reset(s);
     return rc == SQLITE_DONE ? 0 : sql_fail(c, err, "reading metric points");
 }
 
-static int bucket_points(struct conn *c, int64_t id, const struct metric_query *q, int64_t t0,
-                         int64_t t1, json_t *out, struct err *err)
+struct points {
+    struct mpoint *p;
+    size_t n, cap;
+};
+
+static void collect_point(void *ctx, const struct mpoint *p)
 {
-    sqlite3_stmt *s = STMT(c, M_BUCKETS, err);
-    if (!s)
-        return -1;
-    bind_range(s, id, q);
-    int64_t width = (t1 - t0) / q->max_points + 1;
-    bind_int(s, ":t0", t0);
-    bind_int(s, ":width", width);
-    int rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        json_t *p = json_object();
-        jsonx_set_time(p, "time", col_int(s, 1));
-        json_object_set_new(p, "step",
-                            col_int(s, 2) >= 0 ? json_integer(col_int(s, 2)) : json_null());
-        json_object_set_new(p, "value", value_json(s, 3));
-        json_object_set_new(p, "min", value_json(s, 4));
-        json_object_set_new(p, "max", value_json(s, 5));
-        json_object_set_new(p, "count", json_integer(col_int(s, 6)));
-        json_array_append_new(out, p);
+    struct points *ps = ctx;
+    if (ps->n == ps->cap) {
+        ps->cap = ps->cap ? ps->cap * 2 : 256;
+        ps->p = xrealloc(ps->p, ps->cap * sizeof(*ps->p));
     }
-    sqlite3_reset(s);
-    return rc == SQLITE_DONE ? 0 : sql_fail(c, err, "downsampling metric points");
+    ps->p[ps->n++] = *p;
+}
+
+static int by_time(const void *a, const void *b)
+{
+    const struct mpoint *x = a, *y = b;
+    if (x->time != y->time)
+        return x->time < y->time ? -1 : 1;
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/* Every point, sorted, a point stored twice (a replay, a retried heartbeat) kept once. */
+static int raw_points(struct conn *c, int64_t id, const struct range *r, json_t *out,
+                      int64_t *count, struct err *err)
+{
+    struct points ps = { 0 };
+    if (each_point(c, id, r, collect_point, &ps, err) < 0) {
+        free(ps.p);
+        return -1;
+    }
+    if (ps.n > 1)
+        qsort(ps.p, ps.n, sizeof(*ps.p), by_time);
+    *count = 0;
+    for (size_t i = 0; i < ps.n; i++) {
+        if (i && ps.p[i].time == ps.p[i - 1].time && ps.p[i].seq == ps.p[i - 1].seq)
+            continue;
+        json_t *o = json_object();
+        jsonx_set_time(o, "time", ps.p[i].time);
+        json_object_set_new(o, "step", step_json(ps.p[i].step));
+        json_object_set_new(o, "value", value_json(ps.p[i].value));
+        json_array_append_new(out, o);
+        (*count)++;
+    }
+    free(ps.p);
+    return 0;
+}
+
+struct bucket {
+    int64_t count, finite, last_time, step;
+    double sum, min, max;
+};
+
+struct buckets {
+    struct bucket *b;
+    size_t n;
+    int64_t t0, width;
+};
+
+static void fold_point(void *ctx, const struct mpoint *p)
+{
+    struct buckets *bs = ctx;
+    size_t i = (size_t)((p->time - bs->t0) / bs->width);
+    if (i >= bs->n)
+        i = bs->n - 1;
+    struct bucket *b = &bs->b[i];
+    b->count++;
+    if (p->time >= b->last_time) {
+        b->last_time = p->time;
+        b->step = p->step;
+    }
+    if (isnan(p->value))
+        return;
+    b->sum += p->value;
+    b->min = b->finite && b->min < p->value ? b->min : p->value;
+    b->max = b->finite && b->max > p->value ? b->max : p->value;
+    b->finite++;
+}
+
+static int bucket_points(struct conn *c, int64_t id, const struct range *r, int64_t t0, int64_t t1,
+                         int max_points, json_t *out, int64_t *count, struct err *err)
+{
+    struct buckets bs = { .n = (size_t)max_points, .t0 = t0, .width = (t1 - t0) / max_points + 1 };
+    bs.b = xcalloc(bs.n, sizeof(*bs.b));
+    int rc = each_point(c, id, r, fold_point, &bs, err);
+    *count = 0;
+    for (size_t i = 0; rc == 0 && i < bs.n; i++) {
+        const struct bucket *b = &bs.b[i];
+        if (!b->count)
+            continue;
+        json_t *o = json_object();
+        jsonx_set_time(o, "time", b->last_time);
+        json_object_set_new(o, "step", step_json(b->step));
+        json_object_set_new(o, "value", value_json(b->finite ? b->sum / (double)b->finite : NAN));
+        json_object_set_new(o, "min", value_json(b->finite ? b->min : NAN));
+        json_object_set_new(o, "max", value_json(b->finite ? b->max : NAN));
+        json_object_set_new(o, "count", json_integer(b->count));
+        json_array_append_new(out, o);
+        *count += b->count;
+    }
+    free(bs.b);
+    return rc;
+}
+
+static void count_point(void *ctx, const struct mpoint *p)
+{
+    (void)p;
+    (*(int64_t *)ctx)++;
 }
 
 /* One series: its range, then raw or bucketed points. */
-static json_t *series_json(struct conn *c, int64_t id, const char *name, int rank,
-                           const struct metric_query *q, struct err *err)
+static json_t *series_json(struct conn *c, const struct seen *se, const struct metric_query *q,
+                           struct err *err)
 {
+    struct range r = { .since = q->since, .until = q->until > 0 ? q->until : INT64_MAX };
     sqlite3_stmt *s = STMT(c, M_RANGE, err);
     if (!s)
         return NULL;
-    bind_range(s, id, q);
-    int64_t count = 0, t0 = 0, t1 = 0;
+    bind_int(s, ":s", se->id);
+    bind_int(s, ":since", r.since);
+    bind_int(s, ":until", r.until);
+    int64_t t0 = 0, t1 = 0, stored = 0;
+    bool clipped = false; /* blocks reach beyond the range: count the points in it */
     if (sqlite3_step(s) == SQLITE_ROW) {
-        count = col_int(s, 0);
-        t0 = col_int(s, 1);
-        t1 = col_int(s, 2);
+        clipped = col_int(s, 0) < r.since || col_int(s, 1) >= r.until;
+        t0 = col_int(s, 0) > r.since ? col_int(s, 0) : r.since;
+        t1 = col_int(s, 1) < r.until ? col_int(s, 1) : r.until - 1;
+        stored = col_int(s, 2);
     }
     sqlite3_reset(s);
-    bool down = q->max_points > 0 && count > q->max_points;
+    if (clipped && q->max_points > 0 && stored > q->max_points) {
+        stored = 0;
+        if (each_point(c, se->id, &r, count_point, &stored, err) < 0)
+            return NULL;
+    }
+    bool down = q->max_points > 0 && stored > q->max_points;
     json_t *points = json_array();
-    int rc =
-        down ? bucket_points(c, id, q, t0, t1, points, err) : raw_points(c, id, q, points, err);
+    int64_t count = 0;
+    int rc = down ? bucket_points(c, se->id, &r, t0, t1, q->max_points, points, &count, err)
+                  : raw_points(c, se->id, &r, points, &count, err);
     if (rc < 0) {
         json_decref(points);
         return NULL;
     }
-    return json_pack("{s:s,s:i,s:I,s:b,s:o}", "name", name, "rank", rank, "count",
+    return json_pack("{s:s,s:i,s:I,s:b,s:o}", "name", se->name, "rank", se->rank, "count",
                      (json_int_t)count, "downsampled", down, "points", points);
 }
 
@@ -315,7 +524,7 @@ json_t *store_metrics_query(struct store *st, int64_t job_pk, const struct metri
     if (!series)
         sql_fail(c, err, "listing metric series");
     for (size_t i = 0; i < n && series; i++) {
-        json_t *one = series_json(c, list[i].id, list[i].name, list[i].rank, q, err);
+        json_t *one = series_json(c, &list[i], q, err);
         if (one) {
             json_array_append_new(series, one);
         } else {

@@ -1,9 +1,10 @@
 /*
  * store/metrics: training metrics as time series per job, metric name and rank: the samples the
  * progress parser takes from log lines (loss, learning rate, throughput...) and those workers
- * report in heartbeats. A point is (time, step, value); a point that comes back (the same line
- * fed again, a heartbeat retried) is stored once. Long ranges are downsampled on read into
- * buckets of equal time (mean, min, max, last step).
+ * report in heartbeats. A point is (time, step, value). Each append stores one packed block per
+ * series, so the ingest path pays a few row inserts per flush, not one per sample. A point that
+ * comes back (the same line fed again after a restart, a heartbeat retried) is shown once. Long
+ * ranges are downsampled on read into buckets of equal time (mean, min, max, count, last step).
  */
 #ifndef TY_STORE_METRICS_H
 #define TY_STORE_METRICS_H
@@ -43,7 +44,9 @@ struct metric_query {
 
 /* {"series": [{"name", "rank", "count", "downsampled", "points": [{"time", "step", "value"}
  * (downsampled: plus "min", "max", "count")]}]}, series by name then rank, points oldest first.
- * Non-finite values are the strings "nan", "inf", "-inf". New reference. */
+ * A series with more than max_points stored points in the range is downsampled (then a point
+ * stored twice counts twice in its bucket). Non-finite values are the strings "nan", "inf",
+ * "-inf"; a bucket's mean, min and max leave NaN out. New reference. */
 json_t *store_metrics_query(struct store *st, int64_t job_pk, const struct metric_query *q,
                             struct err *err);
 

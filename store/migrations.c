@@ -168,13 +168,15 @@ static const char *const migrations[] = {
     "  rank INTEGER NOT NULL,"
     "  source TEXT NOT NULL,"           /* log | report: the one source whose points it keeps */
     "  UNIQUE (job_pk, name, rank));"
-    "CREATE TABLE metric_points ("
+    /* Points of one series from one append, packed (see store/metrics.c for the format). */
+    "CREATE TABLE metric_blocks ("
+    "  id INTEGER PRIMARY KEY,"
     "  series INTEGER NOT NULL REFERENCES metric_series(pk) ON DELETE CASCADE,"
-    "  time INTEGER NOT NULL,"
-    "  seq INTEGER NOT NULL,"            /* log line it came from; 0 for reported metrics */
-    "  step INTEGER NOT NULL,"           /* -1: unknown */
-    "  value REAL,"                      /* NULL: NaN */
-    "  PRIMARY KEY (series, time, seq)) WITHOUT ROWID;"
+    "  first_time INTEGER NOT NULL,"
+    "  last_time INTEGER NOT NULL,"
+    "  npoints INTEGER NOT NULL,"
+    "  data BLOB NOT NULL);"
+    "CREATE INDEX metric_blocks_by_series ON metric_blocks(series, first_time);"
     "CREATE TABLE node_marks ("
     "  name TEXT PRIMARY KEY,"
     "  state TEXT NOT NULL,"             /* suspect | bad */

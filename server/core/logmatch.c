@@ -142,7 +142,7 @@ bool logmatch_line(const struct logmatch *m, const char *text, size_t len)
 {
     if (!memchr(text, 0x1b, len))
         return match_plain(m, text, len);
-    char stack[1024];
+    char stack[1024] = { 0 }; /* zeroed: gcc 12 -O2 sees a read of it as uninitialised */
     char *plain = len <= sizeof(stack) ? stack : xmalloc(len);
     size_t n = 0;
     for (size_t i = 0; i < len;) {
