@@ -45,7 +45,26 @@ check_eq() {
     fi
 }
 
+# Stops the daemon (SIGTERM, as an operator would) and fails the test on anything the sanitizers
+# reported in its lifetime: leaks, memory errors, undefined behaviour.
+ty_stop() {
+    [ -n "$PID" ] || return 0
+    kill -TERM "$PID" 2>/dev/null
+    wait "$PID" 2>/dev/null
+    PID=""
+}
+
+sanitizer_clean() {
+    ! grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$WORK/daemon.err" 2>/dev/null
+}
+
 ty_done() {
+    ty_stop
+    if ! sanitizer_clean; then
+        FAILED=$((FAILED + 1))
+        echo "FAIL: the sanitizers reported problems in the daemon:" >&2
+        grep -E -A12 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$WORK/daemon.err" | head -60 >&2
+    fi
     echo "$PASSED passed, $FAILED failed"
     [ "$FAILED" -eq 0 ]
     exit $?
@@ -77,6 +96,12 @@ ty_kill9() {
     kill -9 "$PID"
     wait "$PID" 2>/dev/null
     PID=""
+}
+
+# ty_restart [flags]: a graceful restart (SIGTERM) on the same port and data.
+ty_graceful_restart() {
+    ty_stop
+    ty_restart "$@"
 }
 
 ty_restart() {
