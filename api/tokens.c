@@ -98,6 +98,7 @@ void tokens_list(struct request *req, struct response *res)
     err_init(&err);
     struct token **tokens;
     size_t n;
+    store_tokens_flush(req->api->store, NULL); /* show the latest uses, not 10 s old ones */
     if (store_token_list(req->api->store, &tokens, &n, &err) < 0) {
         problem_respond(req, res, &err);
         err_release(&err);

@@ -10,6 +10,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <gnutls/gnutls.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -244,11 +245,27 @@ static void prepare_request(struct exchange *x, const char *method, const char *
     req->http_ctx = x;
 }
 
+/* With --tls-client-ca, the client must have presented a certificate that CA signed. */
+static bool client_cert_ok(struct exchange *x)
+{
+    if (!x->http->tls_ca)
+        return true;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(x->conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    unsigned status = 0;
+    return ci && ci->tls_session &&
+           gnutls_certificate_verify_peers2(ci->tls_session, &status) == GNUTLS_E_SUCCESS &&
+           status == 0;
+}
+
 static void handle(struct exchange *x, const char *method, const char *url)
 {
     prepare_request(x, method, url);
     x->handled = true;
-    if (x->req.method == HTTP_METHOD_COUNT) {
+    if (!client_cert_ok(x)) {
+        problem(&x->req, &x->res, ERR_UNAUTHORIZED,
+                "this server requires a client certificate signed by its client CA");
+    } else if (x->req.method == HTTP_METHOD_COUNT) {
         problem(&x->req, &x->res, ERR_METHOD, "method %s is not supported", method);
     } else if (x->too_large) {
         problem(&x->req, &x->res, ERR_TOO_LARGE, "the request body is larger than %zu bytes",
