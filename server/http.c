@@ -410,6 +410,13 @@ static int parse_listen(const char *text, struct sockaddr_storage *ss, socklen_t
     return 0;
 }
 
+int http_listen_check(const char *listen, struct err *err)
+{
+    struct sockaddr_storage ss;
+    socklen_t len;
+    return parse_listen(listen, &ss, &len, err);
+}
+
 static char *read_pem(const char *path, struct err *err)
 {
     FILE *f = fopen(path, "rb");

@@ -38,6 +38,8 @@ int http_reload_tls(struct http *h, struct err *err);
 /* Stops: no new connections, open streams ended, then the listener is closed. */
 void http_stop(struct http *h);
 
+/* Checks the syntax of a listen address ("HOST:PORT", "[V6]:PORT"); ERR_INVALID when bad. */
+int http_listen_check(const char *listen, struct err *err);
 /* True when the address text names a loopback interface (127.0.0.0/8, ::1, localhost). */
 bool http_is_loopback(const char *listen);
 

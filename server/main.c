@@ -88,6 +88,8 @@ static void hook_metrics(void *ctx, struct buf *out)
 
 static int check_listener(const struct config *cfg, struct err *err)
 {
+    if (http_listen_check(cfg->listen, err) < 0)
+        return -1;
     bool loopback = http_is_loopback(cfg->listen);
     if (!cfg->auth && !loopback)
         return err_set(err, ERR_INVALID,
