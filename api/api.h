@@ -98,7 +98,8 @@ struct api {
     int local_slots;        /* ranks the local executor can run at once */
     const char *public_url; /* base URL for links (webhooks, Location), may be NULL */
     int64_t started_at;
-    void *ratelimit; /* api/ratelimit.c state */
+    void *ratelimit;  /* api/ratelimit.c state */
+    void *rendezvous; /* api/rendezvous.c state: requests waiting for keys and barriers */
     void *extra;     /* per-feature state (triggers, webhooks) */
 };
 
@@ -178,6 +179,9 @@ void response_release(struct response *res);
 
 /* problem+json from err (status from the one code table); field problems listed by pointer. */
 void problem_respond(struct request *req, struct response *res, const struct err *err);
+/* problem_respond() with extra members merged into the problem object (steals extra). */
+void problem_respond_extra(struct request *req, struct response *res, const struct err *err,
+                           json_t *extra);
 /* Shorthand: problem_respond with a fresh error. */
 void problem(struct request *req, struct response *res, enum err_code code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

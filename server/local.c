@@ -140,10 +140,23 @@ static void env_add(char ***env, size_t *n, const char *fmt, ...)
     (*env)[*n] = NULL;
 }
 
-/* The daemon's own settings and secrets stay out of the ranks' environment. */
+/* The daemon's own settings and secrets stay out of the ranks' environment; PATH is set
+ * below. */
 static bool private_var(const char *kv)
 {
-    return strncmp(kv, "TRAINYARD_", 10) == 0;
+    return strncmp(kv, "TRAINYARD_", 10) == 0 || strncmp(kv, "PATH=", 5) == 0;
+}
+
+/* PATH with the daemon's own directory first, so that ranks find trainyard-worker. */
+static void add_path(struct local *l, char ***env, size_t *n)
+{
+    const char *path = getenv("PATH");
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s", l->exe);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0';
+    env_add(env, n, "PATH=%s%s%s", dir, path && *path ? ":" : "", path ? path : "");
 }
 
 struct launch {
@@ -161,6 +174,7 @@ static char **rank_env(struct local *l, const struct launch *ln, int rank)
     for (char **e = environ; *e; e++)
         if (!private_var(*e))
             env_add(&env, &n, "%s", *e);
+    add_path(l, &env, &n);
     const struct spec_view *v = ln->spec;
     int node = rank / v->procs_per_node, local_rank = rank % v->procs_per_node;
     env_add(&env, &n, "RANK=%d", rank);
@@ -188,8 +202,21 @@ static char **rank_env(struct local *l, const struct launch *ln, int rank)
         env_add(&env, &n, "TRAINYARD_CHECKPOINT_DIR=%s", ckpt);
     const char *k;
     json_t *val;
-    json_object_foreach(v->env, k, val) if (json_is_string(val))
+    json_object_foreach(v->env, k, val)
+    {
+        if (!json_is_string(val))
+            continue;
+        size_t klen = strlen(k);
+        for (size_t i = 0; i < n; i++) { /* the spec's value replaces an inherited one */
+            if (strncmp(env[i], k, klen) == 0 && env[i][klen] == '=') {
+                free(env[i]);
+                env[i] = env[--n];
+                env[n] = NULL;
+                break;
+            }
+        }
         env_add(&env, &n, "%s=%s", k, json_string_value(val));
+    }
     return env;
 }
 

@@ -11,6 +11,7 @@
 
 #include "api/auth.h"
 #include "api/ratelimit.h"
+#include "api/rendezvous.h"
 #include "server/collect.h"
 #include "server/config.h"
 #include "server/controller.h"
@@ -201,6 +202,7 @@ static void setup_api(struct daemon *d)
                                    .dry_run = hook_dry_run,
                                    .metrics = hook_metrics };
     ratelimit_init(a);
+    rendezvous_init(a);
 }
 
 static int start_http(struct daemon *d, struct err *err)
@@ -254,6 +256,7 @@ static void run_until_stopped(struct daemon *d, int sigfd)
 
 static void teardown(struct daemon *d)
 {
+    rendezvous_release(&d->api);
     http_stop(d->http);
     controller_free(d->controller);
     collect_free(d->collect);

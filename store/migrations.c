@@ -135,6 +135,22 @@ static const char *const migrations[] = {
     "CREATE TABLE log_data ("
     "  block_id INTEGER PRIMARY KEY REFERENCES log_blocks(id) ON DELETE CASCADE,"
     "  data BLOB NOT NULL);",
+    /* 2: the rendezvous of a job's ranks (NCCL unique id, fabric addresses, barriers) */
+    "CREATE TABLE rendezvous_keys ("
+    "  job_pk INTEGER NOT NULL REFERENCES jobs(pk) ON DELETE CASCADE,"
+    "  attempt INTEGER NOT NULL,"
+    "  key TEXT NOT NULL,"
+    "  value TEXT NOT NULL,"
+    "  set_at INTEGER NOT NULL,"
+    "  PRIMARY KEY (job_pk, attempt, key)) WITHOUT ROWID;"
+    "CREATE TABLE rendezvous_arrivals ("
+    "  job_pk INTEGER NOT NULL REFERENCES jobs(pk) ON DELETE CASCADE,"
+    "  attempt INTEGER NOT NULL,"
+    "  barrier TEXT NOT NULL,"
+    "  rank INTEGER NOT NULL,"
+    "  world_size INTEGER NOT NULL,"
+    "  at INTEGER NOT NULL,"
+    "  PRIMARY KEY (job_pk, attempt, barrier, rank)) WITHOUT ROWID;",
 };
 
 static int user_version(struct conn *c, int *version, struct err *err)

@@ -11,6 +11,7 @@
 
 #include "api/api.h"
 #include "api/auth.h"
+#include "api/rendezvous.h"
 #include "api/routes.h"
 #include "server/core/buf.h"
 #include "server/core/clock.h"
@@ -157,6 +158,7 @@ int main(void)
                                       .max_list_limit = 100,
                                       .max_log_limit = 1000,
                                       .max_followers_per_client = 4 };
+    rendezvous_init(&api);
     struct job_new jn = { .id = "workerjob",
                           .name = "w",
                           .executor = "local",
@@ -192,6 +194,7 @@ int main(void)
     CHECK_INT(call(&api, list, "/v1/jobs", auth), 401);
     CHECK_INT(call(&api, list, "/v1/jobs", "Bearer ty_notatoken"), 401);
     CHECK_INT(call(&api, list, "/v1/jobs", "Basic dXNlcjpwdw=="), 401);
+    rendezvous_release(&api);
     store_close(st);
     notify_free(api.notify);
     err_release(&err);
