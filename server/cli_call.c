@@ -77,6 +77,8 @@ int cli_answer(struct cli *c, const struct cli_response *resp, json_t **doc)
         struct buf text = BUF_INIT;
         cli_problem_text(&text, resp->status, buf_cstr(&resp->body), resp->body.len);
         fputs(buf_cstr(&text), stderr);
+        if (resp->status == 404 && c->hint_404 && strstr(buf_cstr(&text), ": no such path: "))
+            cli_note(c, "%s", c->hint_404);
         buf_release(&text);
         if (c->json) {
             json_t *p = jsonx_loadb(buf_cstr(&resp->body), resp->body.len, 32, NULL);

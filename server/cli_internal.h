@@ -44,6 +44,8 @@ struct cli {
     bool json;      /* --output json */
     int64_t now_ns; /* for relative times */
     json_t *config; /* the config file's document, or NULL */
+    /* Said after a 404 "no such path": the route is not on this daemon (yet). */
+    const char *hint_404;
 };
 
 /* Prints "trainyard: <message>" on stderr and, with --output json, a problem-shaped document

@@ -304,16 +304,20 @@ static int list(struct cli *c, const char *path0, const struct column *cols, siz
 
 int cli_cmd_nodes(struct cli *c)
 {
+    c->hint_404 =
+        "this daemon does not list nodes (GET /v1/nodes comes with the Kubernetes executor)";
     return list(c, "/v1/nodes", node_cols, sizeof(node_cols) / sizeof(node_cols[0]));
 }
 
 int cli_cmd_templates(struct cli *c)
 {
+    c->hint_404 = "this daemon has no job templates (/v1/templates comes with triggers, issue 8)";
     return list(c, "/v1/templates", template_cols,
                 sizeof(template_cols) / sizeof(template_cols[0]));
 }
 
 int cli_cmd_triggers(struct cli *c)
 {
+    c->hint_404 = "this daemon has no triggers (/v1/triggers comes with issue 8)";
     return list(c, "/v1/triggers", trigger_cols, sizeof(trigger_cols) / sizeof(trigger_cols[0]));
 }

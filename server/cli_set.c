@@ -60,7 +60,8 @@ static void path_release(struct path *p)
 }
 
 /* Splits "a.b\.c" into "a", "b.c". */
-static int path_parse(const char *text, size_t len, struct path *p, struct err *err)
+static int path_parse(const char *text, size_t len, const char *whole, struct path *p,
+                      struct err *err)
 {
     struct buf seg = BUF_INIT;
     p->n = 0;
@@ -76,7 +77,7 @@ static int path_parse(const char *text, size_t len, struct path *p, struct err *
         if (seg.len == 0 || p->n == MAX_SEGMENTS) {
             buf_release(&seg);
             path_release(p);
-            return err_set(err, ERR_INVALID, "--set %.*s: %s", (int)len, text,
+            return err_set(err, ERR_INVALID, "--set %s: %s", whole,
                            seg.len ? "too deep" : "empty name in the path");
         }
         size_t ignored;
@@ -151,7 +152,7 @@ static json_t *value_for(const struct path *p, const char *text, const json_t *e
 json_t *cli_set_value(const char *path, const char *text, const json_t *existing)
 {
     struct path p;
-    if (path_parse(path, strlen(path), &p, NULL) < 0)
+    if (path_parse(path, strlen(path), path, &p, NULL) < 0)
         return json_string(text);
     json_t *v = value_for(&p, text, existing);
     path_release(&p);
@@ -238,7 +239,7 @@ int cli_set_apply(json_t *doc, const char *assignment, struct err *err)
     if (!json_is_object(doc))
         return err_set(err, ERR_INVALID, "--set %s: the spec is not an object", assignment);
     struct path p;
-    if (path_parse(assignment, (size_t)(eq - assignment), &p, err) < 0)
+    if (path_parse(assignment, (size_t)(eq - assignment), assignment, &p, err) < 0)
         return -1;
     /* Work on a copy so that a failure halfway leaves doc as it was. */
     json_t *copy = json_deep_copy(doc);
@@ -277,9 +278,9 @@ json_t *cli_spec_parse(const char *name, const char *data, size_t len, struct er
         return NULL;
     }
     if (!json_is_object(doc)) {
-        json_decref(doc);
         err_set(err, ERR_INVALID, "%s: a job spec is an object (a mapping), not %s", name,
                 json_is_array(doc) ? "a list" : "a single value");
+        json_decref(doc);
         return NULL;
     }
     return doc;

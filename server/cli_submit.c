@@ -50,6 +50,8 @@ static char *build_body(struct cli *c, int *rc)
 static void submit_path(struct cli *c, struct buf *path)
 {
     if (c->a.template_name) {
+        c->hint_404 = "this daemon cannot submit from templates (POST /v1/templates/{name}/jobs "
+                      "comes with triggers, issue 8)";
         buf_puts(path, "/v1/templates/");
         cli_http_escape(path, c->a.template_name);
         buf_puts(path, "/jobs");
