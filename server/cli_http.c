@@ -73,6 +73,7 @@ static void response_reset(struct cli_response *r)
     r->retry_after_ms = -1;
     r->next_after = 0;
     r->stopped = false;
+    r->fatal = false;
 }
 
 bool cli_status_retryable(long status)
@@ -231,6 +232,9 @@ static int perform(struct cli_http *h, struct transfer *t, char *why, size_t cap
         return 0;
     }
     snprintf(why, cap, "%s", h->errbuf[0] ? h->errbuf : curl_easy_strerror(rc));
+    t->resp->fatal = rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE ||
+                     rc == CURLE_SSL_CERTPROBLEM || rc == CURLE_URL_MALFORMAT ||
+                     rc == CURLE_UNSUPPORTED_PROTOCOL;
     return -1;
 }
 
@@ -279,7 +283,7 @@ int cli_http_do(struct cli_http *h, const struct cli_request *rq, struct cli_res
         resp->attempts = n + 1;
         if (rc == 0 && !(rq->retry && cli_status_retryable(resp->status)))
             return 0;
-        if (!rq->retry)
+        if (!rq->retry || (rc < 0 && resp->fatal))
             return err_set(err, ERR_UNAVAILABLE, "no answer from %s: %s", h->base, why);
         if (rc == 0)
             snprintf(why, sizeof(why), "the daemon answered HTTP %ld", resp->status);

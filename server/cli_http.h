@@ -63,6 +63,7 @@ struct cli_response {
     int64_t next_after;     /* Trainyard-Next-After (logs paging), or 0 */
     int attempts;
     bool stopped; /* a stream's callback asked to stop */
+    bool fatal;   /* no answer, and retrying will not help (TLS verification, bad URL) */
 };
 
 /* Chunks of a 2xx stream body as they arrive; return non-zero to stop reading. */

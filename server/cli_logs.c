@@ -107,7 +107,9 @@ static int connect_once(struct follow *f, const char *id, char *why, size_t cap)
     cli_sse_reset(&f->sse);
     f->progress = false;
     int rc = cli_http_stream(&f->c->http, buf_cstr(&path), headers, on_data, f, &resp, &err);
-    if (rc < 0)
+    if (rc < 0 && resp.fatal)
+        rc = cli_fail(f->c, CLI_LOST, "%s", err.msg);
+    else if (rc < 0)
         snprintf(why, cap, "%s", err.msg);
     else if (resp.status >= 200 && resp.status <= 299)
         snprintf(why, cap, "the stream ended early");
