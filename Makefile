@@ -44,7 +44,7 @@ build: deps
 
 run: build
 	@echo "trainyard: web page and API at http://$(LISTEN)/  (auth is off for this loopback demo; see README)"
-	@exec build/trainyard serve --listen $(LISTEN) --data-dir $(DATA_DIR) --auth=off
+	@exec build/trainyard serve --listen $(LISTEN) --data-dir $(DATA_DIR) --auth=off --local-slots 8
 
 test: test-deps
 	@cmake -S . -B build-test -DCMAKE_BUILD_TYPE=Debug -DTY_SANITIZE=ON >/dev/null

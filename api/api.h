@@ -7,7 +7,8 @@
  * A handler fills the response and returns. Two kinds of responses need the HTTP layer's help:
  *  - deferred: the handler sets res->deferred; the HTTP layer suspends the connection, then
  *    calls deferred(req, res); whoever finishes the work (e.g. the store writer after COMMIT)
- *    fills res and calls request_complete(req), from any thread.
+ *    calls request_complete(req), from any thread; the body is built either before that or,
+ *    better, in res->finish(), which the HTTP layer calls on its own thread.
  *  - streamed: the handler sets res->stream; the HTTP layer pulls bytes with stream->read()
  *    and, when it returns 0 (nothing yet), waits until stream_wake() is called.
  *
@@ -131,7 +132,10 @@ struct response {
     size_t static_len;
     struct stream *stream;
     void (*deferred)(struct request *req, struct response *res);
-    void *deferred_ctx; /* for deferred() */
+    void *deferred_ctx; /* for deferred() and finish() */
+    /* Optional: after request_complete(), the HTTP layer calls finish() on its own thread to
+     * build the body, so that the completing thread (the store writer) stays free. */
+    void (*finish)(struct request *req, struct response *res);
 };
 
 struct request {

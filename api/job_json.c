@@ -32,8 +32,16 @@ static json_t *links(const char *id)
 
 json_t *job_json(const struct job *j, const struct rank *ranks, size_t nranks)
 {
-    json_t *o = json_object();
     json_t *spec = json_loads(j->spec, 0, NULL);
+    json_t *o = job_json_spec(j, spec ? spec : json_object(), ranks, nranks);
+    json_decref(spec);
+    return o;
+}
+
+json_t *job_json_spec(const struct job *j, json_t *spec, const struct rank *ranks,
+                      size_t nranks)
+{
+    json_t *o = json_object();
     json_object_set_new(o, "id", json_string(j->id));
     json_object_set_new(o, "name", json_string(j->name));
     json_object_set_new(o, "executor", json_string(j->executor));
@@ -61,7 +69,7 @@ json_t *job_json(const struct job *j, const struct rank *ranks, size_t nranks)
             json_array_append_new(arr, rank_json(&ranks[i]));
         json_object_set_new(o, "ranks", arr);
     }
-    json_object_set_new(o, "spec", spec ? spec : json_object());
+    json_object_set(o, "spec", spec);
     json_object_set_new(o, "links", links(j->id));
     return o;
 }

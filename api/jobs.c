@@ -21,6 +21,8 @@
 struct submission {
     struct request *req;
     struct response *res;
+    int rc;
+    struct err err;
     json_t *spec;
     char *spec_text;
     char id[JOB_ID_LEN + 1];
@@ -33,6 +35,7 @@ struct submission {
 
 static void submission_free(struct submission *s)
 {
+    err_release(&s->err);
     json_decref(s->spec);
     free(s->spec_text);
     free(s->idem_key);
@@ -62,7 +65,7 @@ static json_t *new_job_json(struct submission *s)
         ranks[r].state = RANK_PENDING;
         ranks[r].exit_code = -1;
     }
-    json_t *o = job_json(&j, ranks, (size_t)s->jn.nranks);
+    json_t *o = job_json_spec(&j, s->spec, ranks, (size_t)s->jn.nranks);
     free(ranks);
     return o;
 }
@@ -83,14 +86,24 @@ static void respond_job(struct request *req, struct response *res, int status, c
     err_release(&err);
 }
 
-/* Runs on the store writer thread after COMMIT (or rollback). */
+/* Runs on the store writer thread after COMMIT (or rollback): record, wake, hand back. */
 static void inserted(void *ctx, int rc, struct err *err)
 {
     struct submission *s = ctx;
-    struct request *req = s->req;
-    struct response *res = s->res;
-    if (rc < 0) {
-        problem_respond(req, res, err);
+    s->rc = rc;
+    if (rc < 0 && err)
+        err_move(&s->err, err);
+    else if (!s->out.replayed)
+        notify_changed(s->req->api, s->out.pk);
+    request_complete(s->req);
+}
+
+/* Runs on an HTTP thread once the commit is done: the response body. */
+static void finish_insert(struct request *req, struct response *res)
+{
+    struct submission *s = res->deferred_ctx;
+    if (s->rc < 0) {
+        problem_respond(req, res, &s->err);
     } else if (s->out.replayed) {
         respond_job(req, res, 200, s->out.replayed_id);
     } else {
@@ -98,10 +111,9 @@ static void inserted(void *ctx, int rc, struct err *err)
         char location[64];
         snprintf(location, sizeof(location), "/v1/jobs/%s", s->id);
         response_header(res, "Location", location);
-        notify_changed(req->api, s->out.pk);
     }
+    res->deferred_ctx = NULL;
     submission_free(s);
-    request_complete(req);
 }
 
 static void start_insert(struct request *req, struct response *res)
@@ -220,6 +232,7 @@ void jobs_create(struct request *req, struct response *res)
     struct submission *s = submission_new(req, spec, key);
     s->res = res;
     res->deferred = start_insert;
+    res->finish = finish_insert;
     res->deferred_ctx = s;
 }
 

@@ -452,26 +452,15 @@ static void handle_job(struct controller *c, const struct job_report *r)
     job_free(j);
 }
 
-static int by_priority(const void *a, const void *b)
-{
-    const struct job *x = *(struct job *const *)a, *y = *(struct job *const *)b;
-    if (x->priority != y->priority)
-        return x->priority > y->priority ? -1 : 1;
-    return x->pk < y->pk ? -1 : x->pk > y->pk;
-}
-
 /* Starts queued jobs in priority order, per executor, stopping at the first that does not fit
  * so that a large job is never overtaken forever by smaller ones. */
 static void admit(struct controller *c, struct job **jobs, size_t n)
 {
-    if (n > 1)
-        qsort(jobs, n, sizeof(*jobs), by_priority);
     for (size_t e = 0; e < c->nexec; e++) {
         struct executor *ex = c->executors[e];
         for (size_t i = 0; i < n; i++) {
             struct job *j = jobs[i];
-            if (j->state != JOB_QUEUED || strcmp(j->desired, "run") != 0 ||
-                strcmp(j->executor, ex->name) != 0)
+            if (strcmp(j->executor, ex->name) != 0)
                 continue;
             json_t *spec = json_loads(j->spec, 0, NULL);
             struct spec_view v;
@@ -525,22 +514,27 @@ static void check_job(struct controller *c, struct job *j, int64_t now)
     json_decref(spec);
 }
 
+#define ADMIT_BATCH 256
+
 static void reconcile(struct controller *c)
 {
     struct job **jobs = NULL;
     size_t n = 0;
     struct err err;
     err_init(&err);
-    if (store_jobs_active(c->st, NULL, &jobs, &n, &err) < 0) {
-        log_error("controller: listing jobs: %s", err.msg);
-        err_release(&err);
-        return;
+    if (store_jobs_in_flight(c->st, &jobs, &n, &err) == 0) {
+        int64_t now = clock_now_ns();
+        for (size_t i = 0; i < n; i++)
+            check_job(c, jobs[i], now);
+        jobs_free(jobs, n);
     }
-    int64_t now = clock_now_ns();
-    for (size_t i = 0; i < n; i++)
-        check_job(c, jobs[i], now);
-    admit(c, jobs, n);
-    jobs_free(jobs, n);
+    if (err.code == ERR_NONE && store_jobs_runnable(c->st, ADMIT_BATCH, &jobs, &n, &err) == 0) {
+        admit(c, jobs, n);
+        jobs_free(jobs, n);
+    }
+    if (err_is_set(&err))
+        log_error("controller: listing jobs: %s", err.msg);
+    err_release(&err);
     c->last_reconcile = clock_mono_ns();
 }
 
@@ -594,12 +588,12 @@ static void adopt_all(struct controller *c)
 {
     struct job **jobs = NULL;
     size_t n = 0;
-    if (store_jobs_active(c->st, NULL, &jobs, &n, NULL) < 0)
+    if (store_jobs_in_flight(c->st, &jobs, &n, NULL) < 0)
         return;
     for (size_t i = 0; i < n; i++) {
         struct job *j = jobs[i];
         struct executor *ex = executor_for(c, j->executor);
-        if (!ex || j->state == JOB_QUEUED)
+        if (!ex)
             continue;
         json_t *spec = json_loads(j->spec, 0, NULL);
         struct spec_view v;

@@ -313,6 +313,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             return MHD_YES;
         }
         unlink_exchange(x);
+        if (x->res.finish)
+            x->res.finish(&x->req, &x->res);
     }
     return send_response(x);
 }

@@ -27,8 +27,8 @@ enum {
     J_RANKS,
     J_LABELS,
     J_DELETE,
-    J_ACTIVE,
-    J_ACTIVE_ALL,
+    J_IN_FLIGHT,
+    J_RUNNABLE,
     J_COUNT,
 };
 
@@ -51,10 +51,12 @@ static const char *const sql[] = {
     [J_LABELS] = "SELECT key, value FROM job_labels WHERE job_pk = :pk ORDER BY key",
     [J_DELETE] = "DELETE FROM jobs WHERE pk = :pk AND state IN"
                  " ('succeeded', 'failed', 'cancelled', 'preempted')",
-    [J_ACTIVE] = "SELECT " JOB_COLS " FROM jobs WHERE executor = :executor AND state NOT IN"
-                 " ('succeeded', 'failed', 'cancelled', 'preempted') ORDER BY pk",
-    [J_ACTIVE_ALL] = "SELECT " JOB_COLS " FROM jobs WHERE state NOT IN"
-                     " ('succeeded', 'failed', 'cancelled', 'preempted') ORDER BY pk",
+    [J_IN_FLIGHT] = "SELECT " JOB_COLS " FROM jobs WHERE state IN"
+                 " ('starting', 'running', 'restarting', 'cancelling') ORDER BY pk",
+    /* INDEXED BY: without statistics SQLite would scan every queued job by state. */
+    [J_RUNNABLE] = "SELECT " JOB_COLS " FROM jobs INDEXED BY jobs_runnable"
+                   " WHERE state = 'queued' AND desired = 'run'"
+                     " ORDER BY priority DESC, pk LIMIT :limit",
     [J_COUNT] = "SELECT state, count(*) FROM jobs GROUP BY state",
 };
 
@@ -371,7 +373,9 @@ json_t *store_job_labels(struct store *st, int64_t pk, struct err *err)
 static void label_clause(struct buf *q, const struct label_req *l, const char ***binds, size_t *nb)
 {
     bool negate = l->op == LABEL_NE || l->op == LABEL_NOTIN || l->op == LABEL_ABSENT;
-    buf_printf(q, " AND pk %sIN (SELECT job_pk FROM job_labels WHERE key = ?", negate ? "NOT " : "");
+    /* A probe per candidate job, newest first: a page of a common label stops early. */
+    buf_printf(q, " AND %sEXISTS (SELECT 1 FROM job_labels WHERE job_pk = jobs.pk AND key = ?",
+               negate ? "NOT " : "");
     *binds = xrealloc(*binds, (*nb + 1 + l->nvalues) * sizeof(**binds));
     (*binds)[(*nb)++] = l->key;
     if (l->op != LABEL_EXISTS && l->op != LABEL_ABSENT) {
@@ -466,15 +470,25 @@ out:
     return rc;
 }
 
-int store_jobs_active(struct store *st, const char *executor, struct job ***out, size_t *n,
-                      struct err *err)
+int store_jobs_in_flight(struct store *st, struct job ***out, size_t *n, struct err *err)
 {
     struct conn *c = store_reader(st, err);
-    sqlite3_stmt *s = c ? STMT(c, executor ? J_ACTIVE : J_ACTIVE_ALL, err) : NULL;
+    sqlite3_stmt *s = c ? STMT(c, J_IN_FLIGHT, err) : NULL;
     if (!s)
         return -1;
-    if (executor)
-        bind_text(s, ":executor", executor);
+    int rc = collect_jobs(c, s, out, n, err);
+    sqlite3_reset(s);
+    return rc;
+}
+
+int store_jobs_runnable(struct store *st, int limit, struct job ***out, size_t *n,
+                        struct err *err)
+{
+    struct conn *c = store_reader(st, err);
+    sqlite3_stmt *s = c ? STMT(c, J_RUNNABLE, err) : NULL;
+    if (!s)
+        return -1;
+    bind_int(s, ":limit", limit);
     int rc = collect_jobs(c, s, out, n, err);
     sqlite3_reset(s);
     return rc;

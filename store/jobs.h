@@ -197,9 +197,11 @@ json_t *store_events_list(struct store *st, int64_t pk, int64_t after, int limit
 /* Deletes a job in a terminal state and everything it owns. ERR_CONFLICT when not terminal. */
 int store_job_delete(struct store *st, int64_t pk, struct err *err);
 
-/* Non-terminal jobs of an executor (or every executor when NULL), oldest first. */
-int store_jobs_active(struct store *st, const char *executor, struct job ***out, size_t *n,
-                      struct err *err);
+/* Jobs that may have live ranks (starting, running, restarting, cancelling), oldest first. */
+int store_jobs_in_flight(struct store *st, struct job ***out, size_t *n, struct err *err);
+/* Queued jobs ready to start (not suspended), best first: priority, then age. At most limit. */
+int store_jobs_runnable(struct store *st, int limit, struct job ***out, size_t *n,
+                        struct err *err);
 
 /* Counts of jobs by state (index = enum job_state), for /metrics. */
 int store_jobs_count_by_state(struct store *st, int64_t counts[JOB_STATE_COUNT],

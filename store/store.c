@@ -29,7 +29,7 @@ static const char *const pragmas =
     "PRAGMA journal_mode=WAL;"
     "PRAGMA foreign_keys=ON;"
     "PRAGMA temp_store=MEMORY;"
-    "PRAGMA cache_size=-16000;"
+    "PRAGMA cache_size=-4000;"
     "PRAGMA wal_autocheckpoint=4000;";
 
 struct conn *conn_open(const char *path, const struct store_options *opts, struct err *err)
@@ -120,7 +120,8 @@ struct store *store_open(const char *path, const struct store_options *opts, str
     pthread_mutex_init(&st->lock, NULL);
     pthread_key_create(&st->key, reader_release);
     struct conn *wc = conn_open(path, &st->opts, err);
-    if (!wc || migrations_apply(wc, err) < 0)
+    /* The writer touches the most pages (indexes, log blocks): it gets the larger cache. */
+    if (!wc || sql_exec(wc, "PRAGMA cache_size=-16000", err) < 0 || migrations_apply(wc, err) < 0)
         goto fail;
     sqlite3_stmt *s = stmt(wc, MOD_MISC, 0, "PRAGMA user_version", err);
     if (s && sqlite3_step(s) == SQLITE_ROW)
