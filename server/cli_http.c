@@ -290,8 +290,12 @@ int cli_http_do(struct cli_http *h, const struct cli_request *rq, struct cli_res
         uint64_t rnd;
         crypto_random(&rnd, sizeof(rnd));
         int64_t delay = cli_backoff_ms(n, rnd, resp->retry_after_ms);
-        int64_t waited = clock_mono_ns() - start;
-        if (waited + delay * NS_PER_MS > h->retry_for_ns) {
+        int64_t waited = clock_mono_ns() - start, left_ms = (h->retry_for_ns - waited) / NS_PER_MS;
+        /* The last attempt is made when the budget runs out, not a backoff step before it;
+         * a Retry-After beyond the budget ends the retries at once. */
+        if (delay > left_ms && resp->retry_after_ms < delay)
+            delay = left_ms;
+        if (left_ms <= 0 || delay > left_ms) {
             if (rc == 0)
                 return 0; /* the caller shows the last answer */
             return err_set(err, ERR_UNAVAILABLE,

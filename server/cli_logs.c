@@ -144,7 +144,10 @@ int cli_follow_logs(struct cli *c, const char *id)
         uint64_t rnd;
         crypto_random(&rnd, sizeof(rnd));
         int64_t delay = cli_backoff_ms(attempt++, rnd, -1);
-        if (now - outage_start + delay * NS_PER_MS > c->http.retry_for_ns) {
+        int64_t left_ms = (c->http.retry_for_ns - (now - outage_start)) / NS_PER_MS;
+        if (delay > left_ms)
+            delay = left_ms; /* one last try when the budget runs out */
+        if (left_ms <= 0) {
             rc = cli_fail(c, CLI_LOST, "lost connection while following job %s after line %lld: %s",
                           id, (long long)f.last_seq, why);
             break;
