@@ -135,8 +135,7 @@ void problem_respond(struct request *req, struct response *res, const struct err
     if (err && err->reason[0])
         json_object_set_new(p, "reason", json_string(err->reason));
     if (internal || status >= 500)
-        log_error("request %s %s: %s", req ? req->request_id : "-", req ? req->path : "-",
-                  detail);
+        log_error("request %s %s: %s", req ? req->request_id : "-", req ? req->path : "-", detail);
     response_json_new(res, status, p);
     res->content_type = "application/problem+json";
     if (err && err->retry_after > 0) {

@@ -38,8 +38,9 @@ const size_t routes_count = sizeof(routes) / sizeof(routes[0]);
 
 const char *http_method_name(enum http_method m)
 {
-    static const char *const names[] = { "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE",
-                                         "OPTIONS" };
+    static const char *const names[] = {
+        "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"
+    };
     return (unsigned)m < HTTP_METHOD_COUNT ? names[m] : "?";
 }
 

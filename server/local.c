@@ -35,8 +35,8 @@ struct lrank {
     int attempt;
     int rank;
     pid_t shim;
-    pid_t pid;       /* the rank process, leader of its process group; 0 until known */
-    int pidfd;       /* of the shim */
+    pid_t pid; /* the rank process, leader of its process group; 0 until known */
+    int pidfd; /* of the shim */
     bool our_child;
     bool running_reported;
     bool stopped;    /* trainyard asked it to stop */
@@ -219,8 +219,7 @@ static char **shim_argv(struct local *l, const char *dir, const struct spec_view
     return argv;
 }
 
-static pid_t spawn_shim(struct local *l, char **argv, char **env, const char *dir,
-                        struct err *err)
+static pid_t spawn_shim(struct local *l, char **argv, char **env, const char *dir, struct err *err)
 {
     posix_spawnattr_t attr;
     posix_spawn_file_actions_t fa;
@@ -235,8 +234,8 @@ static pid_t spawn_shim(struct local *l, char **argv, char **env, const char *di
     posix_spawnattr_setsigmask(&attr, &none);
     posix_spawnattr_setsigdefault(&attr, &defaults);
     /* A session of its own: a Ctrl-C at the daemon's terminal does not reach the ranks. */
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
-                                        POSIX_SPAWN_SETSID);
+    posix_spawnattr_setflags(&attr,
+                             POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSID);
     char *errpath = xasprintf("%s/shim.err", dir);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&fa, 1, errpath, O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -306,8 +305,12 @@ static void report_start_failure(struct executor *ex, const struct job *j, int a
                                  int to, const char *why)
 {
     for (int r = from; r < to; r++) {
-        struct rank_report rep = { .job_pk = j->pk, .attempt = attempt, .rank = r,
-                                   .state = RANK_FAILED, .exit_code = -1, .reason = "StartFailed",
+        struct rank_report rep = { .job_pk = j->pk,
+                                   .attempt = attempt,
+                                   .rank = r,
+                                   .state = RANK_FAILED,
+                                   .exit_code = -1,
+                                   .reason = "StartFailed",
                                    .message = why };
         executor_report_rank(ex, &rep);
     }
@@ -341,8 +344,7 @@ static void signal_rank(struct lrank *r, int sig)
         kill(r->shim, sig); /* the shim forwards it to the rank's group */
 }
 
-static int local_stop(struct executor *ex, const struct job *j, int64_t grace_ns,
-                      struct err *err)
+static int local_stop(struct executor *ex, const struct job *j, int64_t grace_ns, struct err *err)
 {
     (void)err;
     struct local *l = LOCAL(ex);
@@ -381,8 +383,12 @@ static const char *end_reason(int code, int sig, bool stopped)
 static void report_end(struct executor *ex, struct lrank *r)
 {
     json_t *st = read_json(r->dir, "status.json");
-    struct rank_report rep = { .job_pk = r->job_pk, .attempt = r->attempt, .rank = r->rank,
-                               .pid = r->pid, .exit_code = -1, .node = "localhost" };
+    struct rank_report rep = { .job_pk = r->job_pk,
+                               .attempt = r->attempt,
+                               .rank = r->rank,
+                               .pid = r->pid,
+                               .exit_code = -1,
+                               .node = "localhost" };
     char msg[160] = "";
     if (st) {
         rep.exit_code = (int)jsonx_int(st, "exit_code", -1);
@@ -412,9 +418,14 @@ static void check_started(struct executor *ex, struct lrank *r)
         return;
     r->pid = (pid_t)jsonx_int(info, "pid", 0);
     r->running_reported = true;
-    struct rank_report rep = { .job_pk = r->job_pk, .attempt = r->attempt, .rank = r->rank,
-                               .state = RANK_RUNNING, .pid = r->pid, .node = "localhost",
-                               .exit_code = -1, .time = jsonx_int(info, "started_at", 0) };
+    struct rank_report rep = { .job_pk = r->job_pk,
+                               .attempt = r->attempt,
+                               .rank = r->rank,
+                               .state = RANK_RUNNING,
+                               .pid = r->pid,
+                               .node = "localhost",
+                               .exit_code = -1,
+                               .time = jsonx_int(info, "started_at", 0) };
     json_decref(info);
     executor_report_rank(ex, &rep);
     follow_log(LOCAL(ex), r);
@@ -608,9 +619,16 @@ struct executor *local_new(const struct local_options *opts, struct err *err)
     }
     l->exe[n] = '\0';
     struct executor *ex = XNEW(struct executor);
-    *ex = (struct executor){ .name = "local", .fits = local_fits, .start = local_start,
-                             .stop = local_stop, .adopt = local_adopt, .poll = local_poll,
-                             .forget = local_forget, .render = local_render,
-                             .metrics = local_metrics, .free = local_free, .impl = l };
+    *ex = (struct executor){ .name = "local",
+                             .fits = local_fits,
+                             .start = local_start,
+                             .stop = local_stop,
+                             .adopt = local_adopt,
+                             .poll = local_poll,
+                             .forget = local_forget,
+                             .render = local_render,
+                             .metrics = local_metrics,
+                             .free = local_free,
+                             .impl = l };
     return ex;
 }
