@@ -42,12 +42,11 @@ struct daemon {
 
 static int usage(FILE *out)
 {
-    fprintf(out,
-            "usage: trainyard <command> [options]\n\n"
-            "daemon:\n"
-            "  serve            run the daemon (serve --help lists every setting)\n"
-            "  token            create, list or revoke API tokens in the daemon's database\n"
-            "  version          print the version\n");
+    fprintf(out, "usage: trainyard <command> [options]\n\n"
+                 "daemon:\n"
+                 "  serve            run the daemon (serve --help lists every setting)\n"
+                 "  token            create, list or revoke API tokens in the daemon's database\n"
+                 "  version          print the version\n");
     cli_usage(out);
     return 2;
 }
