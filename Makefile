@@ -10,7 +10,7 @@
 BUILD_PKGS := cmake make gcc pkg-config libmicrohttpd-dev libjansson-dev libsqlite3-dev \
               libcurl4-openssl-dev libyaml-dev libzstd-dev libssl-dev libgnutls28-dev libfabric-dev
 TEST_PKGS  := curl clang yq libclang-rt-14-dev clang-format valgrind libfabric-bin openssl sqlite3 \
-              wrk prometheus chromium nodejs npm procps psmisc jq
+              wrk prometheus chromium nodejs npm procps psmisc jq socat
 JOBS       ?= $(shell nproc)
 LISTEN     ?= 127.0.0.1:8080
 DATA_DIR   ?= ./trainyard-data

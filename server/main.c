@@ -12,6 +12,7 @@
 #include "api/auth.h"
 #include "api/ratelimit.h"
 #include "api/rendezvous.h"
+#include "server/cli.h"
 #include "server/collect.h"
 #include "server/config.h"
 #include "server/controller.h"
@@ -40,14 +41,14 @@ struct daemon {
     char url[128];
 };
 
-static int usage(void)
+static int usage(FILE *out)
 {
-    fprintf(stderr,
-            "usage: trainyard <command> [options]\n\n"
-            "daemon:\n"
-            "  serve            run the daemon (serve --help lists every setting)\n"
-            "  token            create, list or revoke API tokens in the daemon's database\n"
-            "  version          print the version\n");
+    fprintf(out, "usage: trainyard <command> [options]\n\n"
+                 "daemon:\n"
+                 "  serve            run the daemon (serve --help lists every setting)\n"
+                 "  token            create, list or revoke API tokens in the daemon's database\n"
+                 "  version          print the version\n");
+    cli_usage(out);
     return 2;
 }
 
@@ -311,7 +312,7 @@ static int cmd_serve(int argc, char **argv)
 int main(int argc, char **argv)
 {
     if (argc < 2)
-        return usage();
+        return usage(stderr);
     const char *cmd = argv[1];
     if (strcmp(cmd, "serve") == 0)
         return cmd_serve(argc - 1, argv + 1);
@@ -324,8 +325,8 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
-        usage();
+        usage(stdout);
         return 0;
     }
-    return usage();
+    return cli_main(argc - 1, argv + 1);
 }
