@@ -294,8 +294,10 @@ static int cmd_serve(int argc, char **argv)
         return 1;
     }
     setup_api(&d);
-    if (collect_start(d.collect, &err) < 0 || controller_start(d.controller, &err) < 0 ||
-        (collect_adopted(d.collect), start_http(&d, &err)) < 0) {
+    int started = collect_start(d.collect, &err) == 0 && controller_start(d.controller, &err) == 0;
+    if (started)
+        collect_adopted(d.collect); /* running jobs have their log sources again */
+    if (!started || start_http(&d, &err) < 0) {
         fprintf(stderr, "trainyard: %s\n", err.msg);
         teardown(&d);
         err_release(&err);
