@@ -6,6 +6,7 @@ const KEY = 'trainyard.token';
 let prompter = null;
 let prompting = null;
 let online = true;
+let declined = false;
 
 export class ApiError extends Error {
   constructor(status, problem, path) {
@@ -23,14 +24,18 @@ export const token = () => sessionStorage.getItem(KEY) || '';
 export function setToken(t) {
   if (t) sessionStorage.setItem(KEY, t);
   else sessionStorage.removeItem(KEY);
+  if (t) declined = false;
 }
 
 // fn(reason) resolves to true when the user gave a token, false when they gave up.
 export function onTokenPrompt(fn) { prompter = fn; }
 
+// Once the user dismissed the prompt, polling views do not bring it back; "Sign in" does.
 export function askToken(reason) {
+  if (declined) return Promise.resolve(false);
   if (!prompting) {
     prompting = Promise.resolve(prompter ? prompter(reason) : false)
+      .then(ok => { declined = !ok; return ok; })
       .finally(() => { prompting = null; });
   }
   return prompting;

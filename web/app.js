@@ -93,7 +93,7 @@ async function main() {
   api.onTokenPrompt(promptToken);
   authOn = await api.authEnabled();
   renderSession();
-  if (authOn && !api.token()) await promptToken('This daemon needs an API token.');
+  if (authOn && !api.token()) await api.askToken('This daemon needs an API token.');
   api.routes();
   start({ jobs, job, logs, submit, nodes, hooks, notfound }, $('main'), onRoute);
 }

@@ -151,6 +151,23 @@ export function brief(v) {
   return String(v);
 }
 
+// A value of an object whose shape may grow, for a table cell: times as times, job ids as
+// links, outcomes (mapped to a state colour by outcomes) as badges, the rest as brief text.
+export function valueCell(k, v, outcomes) {
+  if (v === null || v === undefined || v === '') return h('span', { class: 'muted' }, '—');
+  if (/_at$|_time$|^time$/.test(k) && typeof v === 'string') return timeEl(v);
+  if (typeof v === 'boolean') return v ? 'yes' : 'no';
+  if (outcomes && (k === 'outcome' || k === 'status') && typeof v === 'string' && outcomes[v]) {
+    const b = badge(outcomes[v]);
+    b.lastChild.textContent = v;
+    return b;
+  }
+  if ((k === 'job_ids' || k === 'jobs') && Array.isArray(v))
+    return h('span', {}, v.map((j, i) => [i ? ', ' : '', h('a', { href: `#/jobs/${encodeURIComponent(typeof j === 'string' ? j : j.id)}` },
+      typeof j === 'string' ? j : j.name || j.id)]));
+  return brief(v);
+}
+
 // Modal confirmation with the page's <dialog>; resolves true when confirmed.
 export function confirmDialog(title, message, ok = 'OK') {
   const dlg = document.getElementById('confirm-dialog');

@@ -2,7 +2,7 @@
 // (docs/triggers.md): received, verified, matched, duplicate, ignored or rejected and why; for
 // webhooks each attempt's status. ?trigger=ID or ?webhook=ID opens that one's deliveries.
 import { optional, enc } from './api.js';
-import { h, clear, notAvailable, errorNote, every, brief, timeEl, badge } from './dom.js';
+import { h, clear, notAvailable, errorNote, every, valueCell } from './dom.js';
 import { href } from './router.js';
 
 const KINDS = [
@@ -22,24 +22,10 @@ function columns(items, preferred) {
   return preferred.filter(k => keys.includes(k)).concat(keys.filter(k => !preferred.includes(k)));
 }
 
-function cell(k, v) {
-  if (v === null || v === undefined || v === '') return h('span', { class: 'muted' }, '—');
-  if (/_at$|^time$/.test(k) && typeof v === 'string') return timeEl(v);
-  if (k === 'outcome' && typeof v === 'string') {
-    const b = badge(OUTCOME[v] || 'queued');
-    b.lastChild.textContent = v;
-    return b;
-  }
-  if ((k === 'job_ids' || k === 'jobs') && Array.isArray(v))
-    return h('span', {}, v.map((j, i) => [i ? ', ' : '', h('a', { href: href(`/jobs/${typeof j === 'string' ? j : j.id}`) },
-      typeof j === 'string' ? j : j.name || j.id)]));
-  return brief(v);
-}
-
 function grid(items, cols, caption, extra) {
   return h('div', { class: 'table-wrap' }, h('table', { class: 'grid' }, h('caption', { class: 'sr-only' }, caption),
     h('thead', {}, h('tr', {}, cols.map(c => h('th', { scope: 'col' }, c.replace(/_/g, ' '))), extra ? h('th', { scope: 'col' }, '') : null)),
-    h('tbody', {}, items.map(it => h('tr', {}, cols.map(c => h('td', { 'data-label': c.replace(/_/g, ' ') }, cell(c, it[c]))),
+    h('tbody', {}, items.map(it => h('tr', {}, cols.map(c => h('td', { 'data-label': c.replace(/_/g, ' ') }, valueCell(c, it[c], OUTCOME))),
       extra ? h('td', {}, extra(it)) : null)))));
 }
 
@@ -54,11 +40,12 @@ async function renderKind(kind, box, selected) {
   if (selected) {
     const path = kind.deliveries.replace('{id}', enc(selected));
     const d = await optional(kind.deliveries, path);
-    const heading = h('h3', {}, `Deliveries of ${selected}`);
+    const it = items.find(i => i.id === selected || i.name === selected);
+    const heading = h('h3', {}, `Deliveries of ${it && it.name && it.name !== selected ? `${it.name} (${selected})` : selected}`);
     if (d.missing) parts.push(heading, notAvailable('Delivery log', `GET ${kind.deliveries}`));
     else {
       const rows = Array.isArray(d.data) ? d.data : d.data.items || [];
-      parts.push(heading, rows.length ? grid(rows, columns(rows, DELIVERY_COLS), `Deliveries of ${selected}`)
+      parts.push(heading, rows.length ? grid(rows, columns(rows, DELIVERY_COLS), heading.textContent)
         : h('p', { class: 'empty' }, 'No deliveries yet.'));
     }
   }

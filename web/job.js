@@ -3,7 +3,7 @@
 // Polled every few seconds while the job runs; once it has ended, one last refresh.
 import { get, post, enc, logPage, ApiError } from './api.js';
 import { h, clear, badge, section, timeEl, duration, runTime, size, progressEl, every, parseTime,
-  confirmDialog, errorNote, TERMINAL } from './dom.js';
+  confirmDialog, errorNote, TERMINAL, num } from './dom.js';
 import { href, go } from './router.js';
 import { diagnosisPanel, healthPanel, chartsPanel, signalName } from './jobdiag.js';
 import { failureText } from './jobs.js';
@@ -26,7 +26,7 @@ function facts(job) {
       h('span', { class: 'chip' }, `${k}=${v}`)) : null],
     ['Progress', progressEl(p)],
     ['Loss', p && p.loss !== undefined ? String(p.loss) : null],
-    ['Throughput', p && p.throughput ? `${p.throughput} ${p.throughput_unit || ''}` : null],
+    ['Throughput', p && p.throughput ? `${num(Math.round(p.throughput))} ${p.throughput_unit || ''}` : null],
   ];
   return h('dl', { class: 'facts' }, rows.filter(([, v]) => v !== null && v !== undefined && v !== '')
     .map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]));
@@ -41,9 +41,13 @@ function exitText(r) {
 // Clock time (the full date in its tooltip): stable between refreshes, unlike "5 s ago".
 const clock = iso => (iso ? timeEl(iso, parseTime(iso).toLocaleTimeString()) : '—');
 
-function ranksTable(job, lastLines) {
+const MAX_RANK_ROWS = 200;
+
+function ranksTable(job, lastLines, all, showAll) {
   const cols = ['Rank', 'State', 'Node', 'PID / pod', 'Restarts', 'Exit', 'Started', 'Finished', 'Last line', 'Reason'];
-  const rows = (job.ranks || []).map(r => {
+  const list = job.ranks || [];
+  const shown = all ? list : list.slice(0, MAX_RANK_ROWS);
+  const rows = shown.map(r => {
     const last = lastLines.get(r.rank);
     const cells = [
       h('a', { href: href(`/jobs/${job.id}/logs`, { rank: r.rank }), 'aria-label': `Logs of rank ${r.rank}` },
@@ -54,7 +58,9 @@ function ranksTable(job, lastLines) {
   });
   return h('div', { class: 'table-wrap' }, h('table', { class: 'grid' },
     h('caption', { class: 'sr-only' }, 'Ranks'),
-    h('thead', {}, h('tr', {}, cols.map(c => h('th', { scope: 'col' }, c)))), h('tbody', {}, rows)));
+    h('thead', {}, h('tr', {}, cols.map(c => h('th', { scope: 'col' }, c)))), h('tbody', {}, rows)),
+    shown.length < list.length ? h('button', { type: 'button', on: { click: showAll } },
+      `Show all ${list.length} ranks`) : null);
 }
 
 function eventEl(e) {
@@ -69,7 +75,7 @@ function eventEl(e) {
 export default {
   mount(main, route) {
     const id = route.id;
-    let job = null, lastEvent = 0, stop = null, ended = false, ranksKey = '';
+    let job = null, lastEvent = 0, stop = null, ended = false, ranksKey = '', polls = 0, allRanks = false;
     const lastLines = new Map();
     const title = h('h1', { tabindex: '-1' }, `Job ${id}`);
     const actions = h('div', { class: 'actions' });
@@ -126,6 +132,10 @@ export default {
       }));
     }
 
+    function renderRanks() {
+      clear(ranks, ranksTable(job, lastLines, allRanks, () => { allRanks = true; renderRanks(); }));
+    }
+
     async function refresh() {
       try {
         job = await get(`/v1/jobs/${enc(id)}`);
@@ -143,10 +153,13 @@ export default {
       if (specPre.textContent !== text) specPre.textContent = text;
       const ev = await get(`/v1/jobs/${enc(id)}/events?after=${lastEvent}`).catch(() => ({ items: [] }));
       for (const e of ev.items) { events.append(eventEl(e)); lastEvent = Math.max(lastEvent, e.seq); }
-      const [hd] = await Promise.all([health.refresh(), diag.refresh(job), charts.refresh()]);
-      await loadLastLines(hd);
+      /* health and charts every third refresh: the slower signals, and the larger answers */
+      const slow = polls++ % 3 === 0 || TERMINAL.has(job.state);
+      const [hd] = await Promise.all([slow ? health.refresh() : null, diag.refresh(job),
+        slow ? charts.refresh() : null]);
+      if (slow) await loadLastLines(hd);
       const rk = JSON.stringify([job.ranks, [...lastLines]]);
-      if (rk !== ranksKey) { ranksKey = rk; clear(ranks, ranksTable(job, lastLines)); }
+      if (rk !== ranksKey) { ranksKey = rk; renderRanks(); }
       if (TERMINAL.has(job.state)) {
         if (ended && stop) stop();
         ended = true;

@@ -3,7 +3,7 @@
 // daemon: the panel then says so calmly, and the diagnosis falls back to the job's first_failure
 // and the failing rank's last stderr lines.
 import { optional, logPage, enc } from './api.js';
-import { h, clear, badge, section, notAvailable, errorNote, table, brief, time } from './dom.js';
+import { h, clear, badge, section, notAvailable, errorNote, table, brief, time, valueCell } from './dom.js';
 import { href } from './router.js';
 import { lineChart, readMetrics, pick, LOSS, THROUGHPUT } from './charts.js';
 import { cleanLine } from './logview.js';
@@ -133,7 +133,7 @@ export function healthPanel(jobId) {
       const reasons = d.reasons || d.problems || [];
       clear(body, h('p', {}, badge(status), d.message ? ` ${d.message}` : ''),
         reasons.length ? h('ul', {}, reasons.map(r => h('li', {}, brief(r)))) : null,
-        ranks.length ? table(cols.map(c => ({ label: c.replace(/_/g, ' '), cell: r => brief(r[c]) })), ranks,
+        ranks.length ? table(cols.map(c => ({ label: c.replace(/_/g, ' '), cell: r => valueCell(c, r[c]) })), ranks,
           'Health of each rank') : null);
       return d;
     },

@@ -133,6 +133,8 @@ export default {
       follower = follow(id, clean(filters()), {
         after: view.lastSeq,
         onLines: lines => { view.append(lines); updateCounts(); },
+        onDropped: info => clear(problems, h('p', { class: 'note' }, `The daemon's retention dropped the oldest ` +
+          `${Number(info.dropped_lines).toLocaleString()} lines; the log now starts at line ${info.first_seq}.`)),
         onStatus: (s, d) => {
           if (s === 'live') setStatus('live', 'Live');
           else if (s === 'connecting') setStatus('wait', 'Connecting…');
@@ -159,6 +161,7 @@ export default {
       updateCounts();
       if (view.atEnd && followOn && live()) startFollow();
       else if (!live()) setStatus('ended', job ? `Job ${job.state}.` : '');
+      else setStatus('paused', followOn ? 'Not at the end: follows again when you reach it.' : 'Follow off.');
     }
     function openAtEnd() {
       p.seq = '';

@@ -44,9 +44,10 @@ function nodeRow(n) {
   const conds = conditions(n);
   const ready = conds.find(c => c.type === 'Ready');
   const cells = [
-    ['Node', h('strong', {}, n.name || (n.metadata && n.metadata.name) || '?')],
-    ['Ready', ready ? h('span', { class: `badge ${ready.ok ? 'st-succeeded' : 'st-failed'}` },
-      h('span', { class: 'dot', 'aria-hidden': 'true' }), ready.ok ? 'Ready' : 'Not ready') : '—'],
+    ['Node', h('strong', { class: 'nowrap' }, n.name || (n.metadata && n.metadata.name) || '?')],
+    ['Ready', ready ? [h('span', { class: `badge ${ready.ok ? 'st-succeeded' : 'st-failed'}` },
+      h('span', { class: 'dot', 'aria-hidden': 'true' }), ready.ok ? 'Ready' : 'Not ready'),
+    !ready.ok && ready.reason ? h('span', { class: 'muted small' }, ` ${ready.reason}`) : null] : '—'],
     ['Instance', n.instance_type || '—'], ['Zone', n.zone || '—'], ['Capacity', n.capacity_type || '—'],
     ['GPUs', amount(n, GPU)], ['EFA', amount(n, EFA)],
     ['Conditions', h('ul', { class: 'plain' }, conds.filter(c => c.type !== 'Ready').map(c =>

@@ -7,12 +7,14 @@
 const fs = require('fs');
 const { TOKEN, SHOTS, sleep, check, summary, Daemon, killStrays, browser, shot, collectLines,
   checkSequence, tmpdir } = require('./lib.js');
+const { futureRoutes } = require('./future.js');
 
 const NET_ERRORS = /net::ERR_|Failed to load resource/;
 const sh = script => ['sh', '-c', script];
 
 async function main() {
   const t0 = Date.now();
+  fs.rmSync(SHOTS, { recursive: true, force: true });
   const work = tmpdir();
   const d = new Daemon(work);
   let ctx;
@@ -31,7 +33,7 @@ async function main() {
     const T = { page, d, setAllow: re => { allow = re; } };
 
     const steps = [tokenPrompt, submitForm, validation, followAndSearch, failedJob, cancelAndRetry,
-      restartDuringFollow, otherViews, millionLines, authOffEventSource, phone];
+      restartDuringFollow, otherViews, futureRoutes, millionLines, authOffEventSource, phone];
     for (const s of steps) {
       const t = Date.now();
       try {
@@ -177,6 +179,10 @@ async function followAndSearch({ page, d }) {
   await page.waitForFunction(() => document.querySelector('.logview').dataset.count === '1');
   check('rank and stream filters', /NCCL WARN/.test(await page.textContent('.logrow .txt')) &&
     /stream=stderr/.test(page.url()));
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('a:text("Download")')]);
+  const text = fs.readFileSync(await download.path(), 'utf8');
+  check('download (with the token) holds the filtered log', download.suggestedFilename() === `web-follow-${id}.log` &&
+    text === '[rank 0] NCCL WARN NET/Socket : peer closed\n', text.slice(0, 80));
 }
 
 const FAIL = 'if [ "$RANK" = 1 ]; then echo "loading shard 3"; sleep 0.3; echo "Traceback (most recent call last):" >&2; ' +
