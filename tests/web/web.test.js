@@ -242,10 +242,18 @@ const TICKS = 'for i in $(seq 1 80); do echo "restart $i"; sleep 0.1; done';
 // kill -9 of the daemon while following; it comes back on the same port and data.
 async function followThroughRestart({ page, d, setAllow }, name, prefix) {
   const id = await d.submit({ name, command: sh(TICKS.replace('restart', prefix)) });
+  const follows = [];
+  const onRequest = r => {
+    if (/\/logs\?.*follow=true/.test(r.url()))
+      follows.push(Number(r.headers()['last-event-id'] || new URL(r.url()).searchParams.get('after') || 0));
+  };
+  page.on('request', onRequest);
   await page.goto(`${d.url}/#/jobs/${id}/logs`);
   await page.waitForSelector(`.logrow .txt:text-is("${prefix} 10")`);
   setAllow(NET_ERRORS);
   await d.kill9();
+  const seen = Number(await page.getAttribute('.logview', 'data-last'));
+  const before = follows.length;
   await page.waitForSelector('.follow-status.wait');
   check(`${name}: says it is reconnecting`, /Reconnecting/.test(await page.textContent('.follow-status')));
   await shot(page, `${name}-reconnecting`);
@@ -253,6 +261,10 @@ async function followThroughRestart({ page, d, setAllow }, name, prefix) {
   await d.start();
   await page.waitForSelector('.follow-status.ended:has-text("succeeded")', { timeout: 40000 });
   checkSequence(`${name}: follow across kill -9`, await collectLines(page), prefix, 80);
+  page.off('request', onRequest);
+  const resumed = follows.slice(before);
+  check(`${name}: reconnects resume after the last line seen`, resumed.length > 0 && resumed.every(a => a >= seen),
+    { seen, resumed });
   setAllow(null);
 }
 
