@@ -50,6 +50,10 @@ async function main() {
   } finally {
     if (ctx) await ctx.close().catch(() => {});
     await d.stop();
+    /* like tests/integration/lib.sh: whatever the sanitizers saw in the daemon fails the test */
+    const err = fs.existsSync(`${work}/daemon.err`) ? fs.readFileSync(`${work}/daemon.err`, 'utf8') : '';
+    const m = /ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:/.exec(err);
+    check('the sanitizers saw nothing wrong in the daemon', !m, m ? err.slice(m.index, m.index + 3000) : '');
     killStrays(work);
     fs.rmSync(work, { recursive: true, force: true });
   }
