@@ -77,8 +77,15 @@ async function futureRoutes({ page, d }) {
   await page.route(/\/v1\/jobs\/[^/?]+$/, async route => {
     const res = await route.fetch();
     const body = await res.json();
-    body.progress = { step: 1190, total_steps: 2000, loss: 0.41, throughput: 12050, throughput_unit: 'tokens/s',
-      eta_seconds: 3600, finished: false, format: 'key=value' };
+    body.progress = progress;
+    await route.fulfill({ response: res, json: body });
+  });
+  const progress = { step: 1190, total_steps: 2000, loss: 0.41, throughput: 12050, throughput_unit: 'tokens/s',
+    eta_seconds: 3600, finished: false, format: 'key=value' };
+  await page.route(/\/v1\/jobs\?/, async route => {
+    const res = await route.fetch();
+    const body = await res.json();
+    for (const j of body.items) if (j.name === 'web-train') j.progress = progress;
     await route.fulfill({ response: res, json: body });
   });
   await page.route('**/v1/nodes', route => json(route, fx.nodes));
@@ -87,7 +94,14 @@ async function futureRoutes({ page, d }) {
     const key = m[1] === 'triggers' ? (m[2] ? 'triggerDeliveries' : 'triggers') : m[2] ? 'webhookDeliveries' : 'webhooks';
     return json(route, fx[key]);
   });
+  const train = await d.submit({ name: 'web-train', command: ['sleep', '60'], procs_per_node: 4,
+    labels: { team: 'nlp', model: 'llama-8b' } });
   try {
+    await page.goto(`${d.url}/#/jobs`);
+    await page.reload();
+    await page.waitForSelector(`tr[data-id="${train}"][data-state="running"] progress`);
+    check('list: progress with step of total', /1,190 \/ 2,000/.test(await page.textContent(`tr[data-id="${train}"]`)));
+    await shot(page, 'jobs');
     await page.goto(`${d.url}/#/jobs/${job.id}`);
     await page.reload();
     await page.waitForSelector('.summary-line:has-text("CUDA error")');
@@ -117,6 +131,7 @@ async function futureRoutes({ page, d }) {
     check('webhooks: delivery log with attempts', /retrying/.test(hooks) && /503/.test(hooks));
     await shot(page, 'hooks-deliveries', true);
   } finally {
+    await d.api('POST', `/v1/jobs/${train}/cancel`);
     await page.unrouteAll({ behavior: 'ignoreErrors' });
     await page.goto(`${d.url}/#/jobs`);
     await page.reload();

@@ -119,7 +119,6 @@ async function submitForm({ page, d }) {
   check('state filter', /state=failed/.test(page.url()));
   await page.goto(`${d.url}/#/jobs`);
   await page.waitForFunction(() => document.querySelectorAll('table.jobs tbody tr').length >= 2);
-  await shot(page, 'jobs');
 }
 
 async function validation({ page, d, setAllow }) {
@@ -353,6 +352,12 @@ async function phone({ page, d }) {
   await page.waitForSelector('#sec-ranks');
   await shot(page, 'job-phone', true);
   await page.setViewportSize({ width: 1280, height: 900 });
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await page.goto(`${d.url}/#/jobs`);
+  await page.waitForSelector('table.jobs tbody tr');
+  await shot(page, 'jobs-dark');
+  await page.emulateMedia({ colorScheme: 'light' });
+  await page.goto(`${d.url}/#/jobs/${id}`);
   await page.reload();
   await page.waitForSelector('#sec-ranks');
   await page.keyboard.press('Tab');
