@@ -84,4 +84,5 @@ check "oldest lines dropped and reported" test "${dropped:-0}" -gt 0
 first=$(api GET "/v1/jobs/$id4/logs?limit=1&format=ndjson" | jq .seq)
 check_eq "reading starts after the dropped lines" "$((dropped + 1))" "$first"
 check_eq "newest lines kept" "retention line 6000 padded to be long enough to count ........" "$(api GET "/v1/jobs/$id4/logs?tail=1&format=ndjson" | jq -r .line)"
+check_eq "before pages backward across blocks" "4500 5999 1500" "$(api GET "/v1/jobs/$id4/logs?before=6000&limit=1500&format=ndjson" | jq -s -r '"\(.[0].seq) \(.[-1].seq) \(length)"')"
 ty_done
