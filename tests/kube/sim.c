@@ -1,0 +1,139 @@
+/*
+ * sim: ticks every TICK_MS of real time. Controllers run before kubelets so that a pod created
+ * in a tick is scheduled in the same or the next one. Ownership: struct sim owns the kubelet
+ * simulation; the thread only runs between sim_start() and sim_stop().
+ */
+#include "tests/kube/sim.h"
+
+#include <pthread.h>
+
+#include "server/core/clock.h"
+#include "server/core/xalloc.h"
+#include "tests/kube/gc.h"
+#include "tests/kube/jobs.h"
+#include "tests/kube/kubelet.h"
+#include "tests/kube/store.h"
+#include "tests/kube/world.h"
+
+#define TICK_MS 20
+
+struct sim {
+    struct kubelet *kubelet;
+    pthread_t thread;
+    bool running;
+    int64_t last_mono;
+};
+
+struct sim *sim_new(void)
+{
+    struct sim *s = XNEW(struct sim);
+    s->kubelet = kubelet_new();
+    return s;
+}
+
+void sim_free(struct sim *s)
+{
+    if (!s)
+        return;
+    kubelet_free(s->kubelet);
+    free(s);
+}
+
+struct kubelet *sim_kubelet(struct world *w)
+{
+    return w->sim->kubelet;
+}
+
+static void seed_runtime(struct world *w)
+{
+    json_t *rt = json_pack(
+        "{s:{s:s, s:{s:s}}, s:{s:{s:i, s:{}}, s:{s:{s:[{s:s, s:{s:{s:{s:s}}, s:{s:{s:{s:[{s:s, "
+        "s:s}]}}}}}]}}}}",
+        "metadata", "name", "torch-distributed", "labels", "trainer.kubeflow.org/framework",
+        "torch", "spec", "mlPolicy", "numNodes", 1, "torch", "template", "spec", "replicatedJobs",
+        "name", "node", "template", "metadata", "labels",
+        "trainer.kubeflow.org/trainjob-ancestor-step", "trainer", "spec", "template", "spec",
+        "containers", "name", "node", "image", "pytorch/pytorch:2.7.1-cuda12.8-cudnn9-runtime");
+    store_create(w->store,
+                 resource_lookup("trainer.kubeflow.org", "v1alpha1", "clustertrainingruntimes"), rt,
+                 NULL);
+}
+
+void sim_seed(struct world *w, const struct fleet_options *fleet)
+{
+    if (!w->sim)
+        w->sim = sim_new();
+    const char *namespaces[] = { "default", "kube-system", "kube-public", "kube-node-lease",
+                                 "kubeflow" };
+    for (size_t i = 0; i < sizeof(namespaces) / sizeof(namespaces[0]); i++)
+        store_create(w->store, resource_lookup("", "v1", "namespaces"),
+                     json_pack("{s:{s:s, s:{s:s}}, s:{s:s}}", "metadata", "name", namespaces[i],
+                               "labels", "kubernetes.io/metadata.name", namespaces[i], "status",
+                               "phase", "Active"),
+                     NULL);
+    nodes_seed(w, fleet);
+    seed_runtime(w);
+}
+
+static void reconcile_all(struct world *w, const char *group, const char *version,
+                          const char *plural, void (*fn)(struct world *, const json_t *))
+{
+    size_t n;
+    json_t **jobs = store_list(w->store, resource_lookup(group, version, plural), NULL, &n);
+    for (size_t i = 0; i < n; i++)
+        fn(w, jobs[i]);
+    store_list_free(jobs, n);
+}
+
+void sim_tick(struct world *w)
+{
+    int64_t before = store_rv(w->store);
+    reconcile_all(w, "kubeflow.org", "v1", "pytorchjobs", pytorchjob_reconcile);
+    reconcile_all(w, "trainer.kubeflow.org", "v1alpha1", "trainjobs", trainjob_reconcile);
+    kubelet_tick(w, w->sim->kubelet);
+    gc_tick(w);
+    if (store_rv(w->store) != before)
+        world_changed(w);
+}
+
+static void *loop(void *arg)
+{
+    struct world *w = arg;
+    world_lock(w);
+    w->sim->last_mono = clock_mono_ns();
+    while (!w->stopping) {
+        int64_t now = clock_mono_ns();
+        w->sim_ns += (int64_t)((double)(now - w->sim->last_mono) * w->speed);
+        w->sim->last_mono = now;
+        sim_tick(w);
+        /* new lines for log followers appear without a store change */
+        world_changed(w);
+        world_unlock(w);
+        clock_sleep_ms(TICK_MS);
+        world_lock(w);
+    }
+    world_unlock(w);
+    return NULL;
+}
+
+int sim_start(struct world *w, struct err *err)
+{
+    if (!w->sim)
+        w->sim = sim_new();
+    if (pthread_create(&w->sim->thread, NULL, loop, w) != 0)
+        return err_set(err, ERR_INTERNAL, "cannot start the simulation thread");
+    w->sim->running = true;
+    return 0;
+}
+
+void sim_stop(struct world *w)
+{
+    if (!w->sim || !w->sim->running)
+        return;
+    world_lock(w);
+    w->stopping = true;
+    world_changed(w);
+    world_unlock(w);
+    pthread_join(w->sim->thread, NULL);
+    w->sim->running = false;
+}
