@@ -176,3 +176,36 @@ int admission_review(struct world *w, const struct resource *res, const json_t *
         return check_pod(obj, err);
     return 0;
 }
+
+/* Guaranteed: every container has cpu and memory limits equal to its requests; BestEffort: no
+ * container has any; Burstable otherwise (a simplification of the qos package). */
+static const char *qos_class(const json_t *pod)
+{
+    bool any = false, guaranteed = true;
+    size_t i;
+    json_t *c;
+    json_array_foreach(kpath(pod, "spec.containers"), i, c)
+    {
+        json_t *req = kpath(c, "resources.requests"), *lim = kpath(c, "resources.limits");
+        any |= json_object_size(req) > 0 || json_object_size(lim) > 0;
+        const char *keys[] = { "cpu", "memory" };
+        for (int k = 0; k < 2; k++) {
+            json_t *l = json_object_get(lim, keys[k]), *r = json_object_get(req, keys[k]);
+            guaranteed &= l && (!r || json_equal(l, r));
+        }
+    }
+    return !any ? "BestEffort" : guaranteed ? "Guaranteed" : "Burstable";
+}
+
+void admission_prepare_pod(json_t *pod)
+{
+    json_object_set_new(pod, "status",
+                        json_pack("{s:s, s:s}", "phase", "Pending", "qosClass", qos_class(pod)));
+    json_t *spec = kobj(pod, "spec");
+    if (!json_object_get(spec, "restartPolicy"))
+        json_object_set_new(spec, "restartPolicy", json_string("Always"));
+    if (!json_object_get(spec, "terminationGracePeriodSeconds"))
+        json_object_set_new(spec, "terminationGracePeriodSeconds", json_integer(30));
+    if (!json_object_get(spec, "schedulerName"))
+        json_object_set_new(spec, "schedulerName", json_string("default-scheduler"));
+}

@@ -17,4 +17,8 @@ struct world;
 int admission_review(struct world *w, const struct resource *res, const json_t *obj,
                      const json_t *old, struct err *err);
 
+/* What the pod strategy sets on create (PrepareForCreate): phase Pending, the QoS class and
+ * the default restartPolicy. */
+void admission_prepare_pod(json_t *pod);
+
 #endif

@@ -5,6 +5,7 @@
 
 #include "server/core/clock.h"
 #include "server/core/jsonx.h"
+#include "tests/kube/admission.h"
 #include "tests/kube/events.h"
 #include "tests/kube/gc.h"
 #include "tests/kube/store.h"
@@ -114,6 +115,7 @@ void jobs_create_pod(struct world *w, const json_t *job, json_t *pod,
     snprintf(name, sizeof(name), "%s", kstr(json_object_get(pod, "metadata"), "name"));
     struct err err;
     err_init(&err);
+    admission_prepare_pod(pod);
     if (store_create(w->store, resource_lookup("", "v1", "pods"), pod, &err))
         events_emit(w, job, src, "Normal", "SuccessfulCreatePod", NULL, "Created pod: %s", name);
     else

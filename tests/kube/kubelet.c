@@ -47,7 +47,7 @@ struct ctr {
 };
 
 struct podrt {
-    char uid[40], ns[254], name[254], node[254], ip[20];
+    char uid[40], ns[254], name[254], node[254], ip[20], host_ip[20];
     enum stage stage;
     int64_t at;      /* simulated time of the next step */
     int64_t started; /* wall clock: status.startTime */
@@ -234,8 +234,8 @@ static void write_status(struct world *w, struct podrt *rt, const json_t *pod,
     json_object_set_new(st, "conditions", conds);
     if (rt->stage != ST_UNSCHEDULED) {
         json_t *ips = json_pack("[{s:s}]", "ip", rt->ip);
-        json_object_set_new(st, "hostIP", json_string(rt->ip));
-        json_object_set_new(st, "hostIPs", json_deep_copy(ips));
+        json_object_set_new(st, "hostIP", json_string(rt->host_ip));
+        json_object_set_new(st, "hostIPs", json_pack("[{s:s}]", "ip", rt->host_ip));
         json_object_set_new(st, "podIP", json_string(rt->ip));
         json_object_set_new(st, "podIPs", ips);
         ktime_set(st, "startTime", rt->started);
@@ -427,8 +427,15 @@ static void try_schedule(struct world *w, struct podrt *rt, const json_t *pod)
     if (!bound[0])
         events_emit(w, bound_pod, &sched, "Normal", "Scheduled", NULL,
                     "Successfully assigned %s/%s to %s", rt->ns, rt->name, rt->node);
-    snprintf(rt->ip, sizeof(rt->ip), "10.0.%u.%u", 100 + (rt->uid[1] & 0x3f) % 100,
-             2 + (unsigned char)rt->uid[2] % 250);
+    unsigned char rnd[2];
+    crypto_random(rnd, sizeof(rnd));
+    snprintf(rt->ip, sizeof(rt->ip), "10.0.%u.%u", 100u + rnd[0] % 100u, 2u + rnd[1] % 250u);
+    json_t *node = store_get(w->store, resource_lookup("", "v1", "nodes"), NULL, rt->node);
+    size_t i;
+    json_t *a;
+    json_array_foreach(kpath(node, "status.addresses"), i,
+                       a) if (!strcmp(kstr(a, "type"), "InternalIP"))
+        snprintf(rt->host_ip, sizeof(rt->host_ip), "%s", kstr(a, "address"));
     rt->started = clock_now_ns();
     rt->stage = ST_PULLING;
     rt->at = w->sim_ns + PULL_DELAY;

@@ -100,8 +100,6 @@ static void prepare_create(const struct target *t, json_t *obj)
                             json_pack("{s:s, s:s}", "phase", "Pending", "qosClass", "BestEffort"));
     if (t->res->table == TABLE_NAMESPACE)
         json_object_set_new(obj, "status", json_pack("{s:s}", "phase", "Active"));
-    if (t->res->table == TABLE_POD && !kpath(obj, "spec.restartPolicy"))
-        json_object_set_new(kobj(obj, "spec"), "restartPolicy", json_string("Always"));
 }
 
 static bool dry_run(struct request *req)
