@@ -68,6 +68,10 @@ static char *encode_continue(int64_t rv, const char *start_key)
     char *text = jsonx_dumps(tok);
     struct buf b = BUF_INIT;
     crypto_base64_encode(&b, text, strlen(text));
+    for (size_t i = 0; i < b.len; i++) /* base64.RawURLEncoding, as apimachinery encodes it */
+        b.data[i] = b.data[i] == '+' ? '-' : b.data[i] == '/' ? '_' : b.data[i];
+    while (b.len && b.data[b.len - 1] == '=')
+        b.data[--b.len] = '\0';
     free(text);
     free(start);
     json_decref(tok);
@@ -77,10 +81,12 @@ static char *encode_continue(int64_t rv, const char *start_key)
 /* Decodes a continue token into its RV and start key (caller frees *start). */
 static int decode_continue(const char *token, int64_t *rv, char **start, struct err *err)
 {
-    struct buf b = BUF_INIT;
+    struct buf b = BUF_INIT, std = BUF_INIT;
     json_t *tok = NULL;
     int rc = -1;
-    if (crypto_base64_decode(&b, token, strlen(token)) < 0 ||
+    for (const char *p = token; *p; p++)
+        buf_putc(&std, *p == '-' ? '+' : *p == '_' ? '/' : *p);
+    if (crypto_base64_decode(&b, std.data ? std.data : "", std.len) < 0 ||
         !(tok = jsonx_loadb(b.data ? b.data : "", b.len, 4, NULL)) ||
         !json_is_integer(json_object_get(tok, "rv"))) {
         status_set(err, ERR_INVALID, "BadRequest",
@@ -94,6 +100,7 @@ static int decode_continue(const char *token, int64_t *rv, char **start, struct 
 out:
     json_decref(tok);
     buf_release(&b);
+    buf_release(&std);
     return rc;
 }
 
