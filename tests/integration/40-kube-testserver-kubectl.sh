@@ -360,5 +360,19 @@ runs=$(awk '{print $2}' "$TMP/plugin.log" | sort | uniq -c | sort -rn | head -1 
 ctl tokens/revoke >/dev/null
 check "kubectl gets a fresh token after a revoke" "${K[@]}" get ns
 
+# Both servers stop cleanly on SIGTERM, without sanitizer reports (leaks fail the test build).
+for name in plain tls; do
+    pid=${PIDS[0]}
+    PIDS=("${PIDS[@]:1}")
+    kill -TERM "$pid"
+    wait "$pid"
+    rc=$?
+    if [ $rc = 0 ] && ! grep -q "Sanitizer" "$TMP/$name/log"; then
+        ok "$name server exits cleanly"
+    else
+        fail "$name server exit (rc $rc)" "$(head -c 3000 "$TMP/$name/log")"
+    fi
+done
+
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" = 0 ]

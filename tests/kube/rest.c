@@ -112,36 +112,31 @@ static void do_create(struct request *req, const struct target *t, struct reply 
 {
     struct err err;
     err_init(&err);
-    json_t *obj = decode_body(req, &err);
-    if (!obj || check_identity(obj, t, &err) < 0)
-        goto fail;
-    prepare_create(t, obj);
-    world_lock(req->w);
-    json_t *stored = NULL;
-    if (admission_review(req->w, t->res, obj, NULL, &err) == 0) {
-        if (dry_run(req)) {
-            char uid[40];
-            json_object_set_new(kobj(obj, "metadata"), "uid", json_string(kuuid(uid)));
-            stored = json_incref(obj);
-        } else if ((stored = store_create(req->w->store, t->res, json_incref(obj), &err))) {
-            json_incref(stored);
-            world_changed(req->w);
+    struct target named = *t; /* a create's Status names the object from the body */
+    json_t *stored = NULL, *obj = decode_body(req, &err);
+    if (obj) {
+        snprintf(named.name, sizeof(named.name), "%s", kstr(kpath(obj, "metadata"), "name"));
+        if (check_identity(obj, t, &err) == 0) {
+            prepare_create(t, obj);
+            world_lock(req->w);
+            if (admission_review(req->w, t->res, obj, NULL, &err) == 0) {
+                if (dry_run(req)) {
+                    char uid[40];
+                    json_object_set_new(kobj(obj, "metadata"), "uid", json_string(kuuid(uid)));
+                    stored = json_incref(obj);
+                } else if ((stored = store_create(req->w->store, t->res, json_incref(obj), &err))) {
+                    json_incref(stored);
+                    world_changed(req->w);
+                }
+            }
+            world_unlock(req->w);
         }
+        json_decref(obj);
     }
-    world_unlock(req->w);
-    json_decref(obj);
-    obj = NULL;
-    if (!stored)
-        goto fail;
-    reply_object(req, rep, t, 201, stored);
-    err_release(&err);
-    return;
-fail:
-    json_decref(obj);
-    struct target named = *t;
-    if (obj == NULL && !named.name[0] && err.code == ERR_CONFLICT)
-        named.name[0] = '\0';
-    rest_error(rep, &named, &err);
+    if (stored)
+        reply_object(req, rep, t, 201, stored);
+    else
+        rest_error(rep, &named, &err);
     err_release(&err);
 }
 
@@ -264,7 +259,7 @@ static void do_patch(struct request *req, const struct target *t, struct reply *
     err_init(&err);
     json_t *result = NULL, *patch = decode_body(req, &err);
     const char *ct = request_header(req, "Content-Type");
-    bool apply = ct && !strncmp(ct, "application/apply-patch+yaml", 28);
+    bool apply = ct && !strncmp(ct, "application/apply-patch+yaml", 28), created = false;
     if (!patch)
         goto out;
     world_lock(req->w);
@@ -276,6 +271,7 @@ static void do_patch(struct request *req, const struct target *t, struct reply *
             if (admission_review(req->w, t->res, obj, NULL, &err) == 0 &&
                 (result = store_create(req->w->store, t->res, json_incref(obj), &err))) {
                 json_incref(result);
+                created = true;
                 world_changed(req->w);
             }
         }
@@ -291,7 +287,7 @@ static void do_patch(struct request *req, const struct target *t, struct reply *
 out:
     json_decref(patch);
     if (result)
-        reply_object(req, rep, t, apply && !err.code ? 200 : 200, result);
+        reply_object(req, rep, t, created ? 201 : 200, result);
     else
         rest_error(rep, t, &err);
     err_release(&err);
