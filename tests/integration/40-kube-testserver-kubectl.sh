@@ -319,6 +319,47 @@ out=$(curl -sS "$URL/api/v1/namespaces/default/pods?limit=2&continue=$token")
 out=$(curl -sS -m 3 "$URL/api/v1/namespaces/default/pods?watch=1&resourceVersion=$rv")
 [ "$(jq -r '.type,.object.code' <<<"$out" | tr '\n' ' ')" = "ERROR 410 " ] && ok "a watch from an expired RV gets ERROR 410" || fail "watch 410" "$out"
 
+# the wire protocol kubectl does not show: Status details, bookmarks, timeoutSeconds,
+# objects leaving a selector, sinceTime
+out=$(curl -sS "$URL/apis/kubeflow.org/v1/namespaces/default/pytorchjobs/nope")
+[ "$(jq -c '[.kind,.apiVersion,.status,.reason,.code,.details.name,.details.group,.details.kind,.message]' <<<"$out")" = \
+    '["Status","v1","Failure","NotFound",404,"nope","kubeflow.org","pytorchjobs","pytorchjobs.kubeflow.org \"nope\" not found"]' ] &&
+    ok "NotFound Status shape" || fail "NotFound Status" "$out"
+out=$(curl -sS -XPOST "$URL/api/v1/namespaces/nowhere/pods" -H 'Content-Type: application/json' \
+    -d '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"i"}]}}')
+[ "$(jq -r '.reason + " " + .message' <<<"$out")" = 'NotFound namespaces "nowhere" not found' ] &&
+    ok "create in a missing namespace is NotFound" || fail "missing namespace" "$out"
+out=$(curl -sS -XPUT "$URL/apis/kubeflow.org/v1/namespaces/default/pytorchjobs/mnist" -H 'Content-Type: application/json' \
+    -d "$(curl -sS "$URL/apis/kubeflow.org/v1/namespaces/default/pytorchjobs/mnist" | jq '.metadata.resourceVersion="1"')")
+[ "$(jq -r '.code,.reason' <<<"$out" | tr '\n' ' ')" = "409 Conflict " ] && ok "a stale resourceVersion is 409 Conflict" || fail "Conflict" "$out"
+rv=$(curl -sS "$URL/api/v1/nodes" | jq -r .metadata.resourceVersion)
+start=$(date +%s%N)
+out=$(curl -sS -m 5 "$URL/api/v1/nodes?watch=1&resourceVersion=$rv&allowWatchBookmarks=true&timeoutSeconds=2")
+took=$((($(date +%s%N) - start) / 1000000))
+[[ $(jq -r .type <<<"$out" | sort -u) == BOOKMARK && $took -ge 1900 && $took -lt 4000 ]] &&
+    ok "an idle watch sends BOOKMARKs and ends after timeoutSeconds (${took} ms)" || fail "bookmarks/timeout ($took ms)" "$out"
+rv=$(curl -sS "$URL/api/v1/nodes" | jq -r .metadata.resourceVersion)
+curl -sS -m 2 "$URL/api/v1/nodes?watch=1&resourceVersion=$rv&labelSelector=pool=a" >"$TMP/sel.out" 2>/dev/null &
+SEL=$!
+sleep 0.3
+"${K[@]}" label node "$node" pool=a >/dev/null
+"${K[@]}" label node "$node" pool=b --overwrite >/dev/null
+wait $SEL
+[ "$(jq -r '.type + " " + (.object.metadata.labels.pool // "-")' <"$TMP/sel.out" | tr '\n' ',')" = "ADDED a,DELETED a," ] &&
+    ok "a selector watch sees an object enter (ADDED) and leave (DELETED)" || fail "selector watch" "$(cat "$TMP/sel.out")"
+ts=$(curl -sS "$URL/api/v1/namespaces/default/pods/mnist-master-0/log?timestamps=true" | sed -n 4p | cut -d' ' -f1)
+out=$(curl -sS "$URL/api/v1/namespaces/default/pods/mnist-master-0/log?sinceTime=$ts")
+[ "$(head -1 <<<"$out")" = "[rank 0] step 3/8 loss=1.5483 lr=0.000300 samples_per_sec=1219.0" ] &&
+    ok "logs sinceTime starts at that line" || fail "sinceTime ($ts)" "$out"
+cp "$TMP/mnist.yaml" "$TMP/applied.yaml"
+sed -i 's/name: mnist/name: applied/; s/"8"/"1"/' "$TMP/applied.yaml"
+check "apply -f creates" "${K[@]}" apply -f "$TMP/applied.yaml"
+sed -i 's/2.7.1-cuda12.8/2.8.0-cuda12.8/' "$TMP/applied.yaml"
+out=$("${K[@]}" apply -f "$TMP/applied.yaml" 2>&1)
+contains "apply -f again configures" "pytorchjob.kubeflow.org/applied configured" "$out"
+out=$("${K[@]}" get pytorchjob applied -o jsonpath='{.metadata.generation} {.spec.pytorchReplicaSpecs.Worker.template.spec.containers[0].image}')
+[ "$out" = "2 pytorch/pytorch:2.8.0-cuda12.8-cudnn9-runtime" ] && ok "a spec change bumps metadata.generation" || fail "generation" "$out"
+
 # injected faults
 ctl faults '{"count":1,"code":500,"verb":"list","resource":"nodes"}' >/dev/null
 out=$("${K[@]}" get nodes 2>&1)
