@@ -181,6 +181,36 @@ sed -e 's/name: mnist/name: bad/' -e 's/replicas: 1/replicas: 2/' "$TMP/mnist.ya
 out=$("${K[@]}" create -f "$TMP/bad.yaml" 2>&1)
 contains "webhook denial is Forbidden" 'admission webhook "validator.pytorchjob.training-operator.kubeflow.org" denied the request: spec.pytorchReplicaSpecs[Master].replicas: Forbidden: must be 1' "$out"
 
+# pods that never start: too many GPUs, an image that cannot be pulled
+cat >"$TMP/pending.yaml" <<'EOF'
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: big}
+spec:
+  pytorchReplicaSpecs:
+    Worker:
+      replicas: 1
+      template: {spec: {containers: [{name: pytorch, image: i:1, resources: {limits: {nvidia.com/gpu: 16}}}]}}
+---
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: pull, annotations: {testserver.trainyard.io/image-pull-error: "true"}}
+spec:
+  pytorchReplicaSpecs:
+    Worker:
+      replicas: 1
+      template: {spec: {containers: [{name: pytorch, image: does-not-exist:1}]}}
+EOF
+check "create jobs that cannot start" "${K[@]}" create -f "$TMP/pending.yaml"
+eventually "FailedScheduling names the missing resource" 3 \
+    bash -c "${K[*]} get events --field-selector involvedObject.name=big-worker-0,reason=FailedScheduling -o jsonpath='{.items[0].message}' | grep -q '0/4 nodes are available: 4 Insufficient nvidia.com/gpu'"
+out=$("${K[@]}" get pod big-worker-0 -o jsonpath='{.status.phase} {.status.conditions[0].type}={.status.conditions[0].status}/{.status.conditions[0].reason}')
+[ "$out" = "Pending PodScheduled=False/Unschedulable" ] && ok "unschedulable pod condition" || fail "unschedulable" "$out"
+eventually "an unpullable image shows ImagePullBackOff" 3 bash -c "${K[*]} get pod pull-worker-0 | grep -q ImagePullBackOff"
+out=$("${K[@]}" logs pull-worker-0 2>&1)
+contains "logs of an unpulled container (kubelet wording)" 'container "pytorch" in pod "pull-worker-0" is waiting to start: trying and failing to pull image' "$out"
+check "delete them" "${K[@]}" delete -f "$TMP/pending.yaml" --timeout=10s
+
 # restarts, previous logs, printed lines
 cat >"$TMP/forever.yaml" <<'EOF'
 apiVersion: kubeflow.org/v1

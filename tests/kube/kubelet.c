@@ -186,24 +186,27 @@ static void begin_backoff(struct world *w, struct podrt *rt, struct ctr *c, cons
     c->last = json_pack("{s:i, s:s, s:s, s:s, s:s}", "exitCode", c->exit_code, "reason", c->reason,
                         "startedAt", ktime(c->started, t1), "finishedAt", ktime(c->finished, t2),
                         "containerID", c->id);
-    int64_t delay = BACKOFF_BASE << (c->restarts < 4 ? c->restarts : 4);
-    c->backoff_until = w->sim_ns + (c->force_restart      ? 0
-                                    : delay < BACKOFF_MAX ? delay
-                                                          : BACKOFF_MAX);
+    /* like the kubelet: the first restart is immediate, later ones back off exponentially */
+    int64_t delay = c->restarts ? BACKOFF_BASE << (c->restarts < 5 ? c->restarts - 1 : 4) : 0;
+    if (delay > BACKOFF_MAX || c->force_restart)
+        delay = c->force_restart ? 0 : BACKOFF_MAX;
+    c->backoff_until = w->sim_ns + delay;
     c->state = C_WAITING;
-    snprintf(c->wait_reason, sizeof(c->wait_reason), "CrashLoopBackOff");
+    snprintf(c->wait_reason, sizeof(c->wait_reason), "%s", delay ? "CrashLoopBackOff" : "");
     snprintf(c->wait_msg, sizeof(c->wait_msg),
              "back-off %llds restarting failed container=%s pod=%s_%s(%s)",
              (long long)((delay + NS_PER_SEC - 1) / NS_PER_SEC), c->name, rt->name, rt->ns,
              rt->uid);
-    if (!c->force_restart) {
-        struct event_source src = kubelet_src(rt);
-        char fp[96];
-        snprintf(fp, sizeof(fp), "spec.containers{%s}", c->name);
-        events_emit(w, pod, &src, "Warning", "BackOff", fp,
-                    "Back-off restarting failed container %s in pod %s_%s(%s)", c->name, rt->name,
-                    rt->ns, rt->uid);
+    if (!delay) {
+        c->wait_msg[0] = '\0';
+        return;
     }
+    struct event_source src = kubelet_src(rt);
+    char fp[96];
+    snprintf(fp, sizeof(fp), "spec.containers{%s}", c->name);
+    events_emit(w, pod, &src, "Warning", "BackOff", fp,
+                "Back-off restarting failed container %s in pod %s_%s(%s)", c->name, rt->name,
+                rt->ns, rt->uid);
 }
 
 static void restart_ctr(struct world *w, struct kubelet *k, struct podrt *rt, struct ctr *c,
@@ -240,7 +243,7 @@ static bool run_containers(struct world *w, struct kubelet *k, struct podrt *rt,
             begin_backoff(w, rt, c, pod);
             changed = true;
         }
-        if (c->state == C_WAITING && c->backoff_until && w->sim_ns >= c->backoff_until) {
+        if (c->state == C_WAITING && c->last && w->sim_ns >= c->backoff_until) {
             restart_ctr(w, k, rt, c, pod);
             changed = true;
         }

@@ -98,10 +98,16 @@ static int check_container(const json_t *pod, struct log_opts *o, struct err *er
                           "previous terminated container \"%s\" in pod \"%s\" not found",
                           o->container, pname);
     const char *waiting = json_string_value(kpath(cs, "state.waiting.reason"));
-    if (!o->previous && (!cs || (waiting && !restarts(cs))))
+    if (!o->previous && (!cs || (waiting && !restarts(cs)))) {
+        const char *why = !waiting                           ? "ContainerCreating"
+                          : !strcmp(waiting, "ErrImagePull") ? "image can't be pulled"
+                          : !strcmp(waiting, "ImagePullBackOff")
+                              ? "trying and failing to pull image"
+                              : waiting;
         return status_set(err, ERR_INVALID, "BadRequest",
                           "container \"%s\" in pod \"%s\" is waiting to start: %s", o->container,
-                          pname, waiting ? waiting : "ContainerCreating");
+                          pname, why);
+    }
     return 0;
 }
 
