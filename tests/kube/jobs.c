@@ -5,6 +5,7 @@
 
 #include "server/core/clock.h"
 #include "server/core/jsonx.h"
+#include "server/core/xalloc.h"
 #include "tests/kube/admission.h"
 #include "tests/kube/events.h"
 #include "tests/kube/gc.h"
@@ -92,20 +93,52 @@ static bool owned(const json_t *obj, const char *uid)
     return false;
 }
 
-json_t **jobs_pods(struct world *w, const char *ns, const char *key, const char *value,
-                   const char *owner_uid, size_t *n)
+static const char *const index_keys[] = { "training.kubeflow.org/job-name",
+                                          "jobset.sigs.k8s.io/jobset-name" };
+
+static void index_key(char *out, size_t size, const char *ns, const char *key, const char *value)
 {
-    size_t total, count = 0;
-    json_t **all = store_list(w->store, resource_lookup("", "v1", "pods"), ns, &total);
-    for (size_t i = 0; i < total; i++) {
-        const char *v = kstr(kpath(all[i], "metadata.labels"), key);
-        if (!strcmp(v, value) && (!owner_uid || owned(all[i], owner_uid)))
-            all[count++] = all[i];
-        else
-            json_decref(all[i]);
+    snprintf(out, size, "%s/%s=%s", ns, key, value);
+}
+
+json_t *jobs_index_build(struct world *w)
+{
+    json_t *index = json_object();
+    size_t n;
+    json_t **pods = store_list(w->store, resource_lookup("", "v1", "pods"), NULL, &n);
+    for (size_t i = 0; i < n; i++) {
+        const json_t *labels = kpath(pods[i], "metadata.labels");
+        for (size_t k = 0; k < sizeof(index_keys) / sizeof(index_keys[0]); k++) {
+            const char *v = kstr(labels, index_keys[k]);
+            if (!v[0])
+                continue;
+            char key[800];
+            index_key(key, sizeof(key), kstr(kpath(pods[i], "metadata"), "namespace"),
+                      index_keys[k], v);
+            json_t *list = json_object_get(index, key);
+            if (!list)
+                json_object_set_new(index, key, list = json_array());
+            json_array_append(list, pods[i]);
+        }
     }
+    store_list_free(pods, n);
+    return index;
+}
+
+json_t **jobs_pods(struct world *w, const json_t *index, const char *ns, const char *key,
+                   const char *value, const char *owner_uid, size_t *n)
+{
+    char ikey[800];
+    index_key(ikey, sizeof(ikey), ns, key, value);
+    json_t *list = json_object_get(index, ikey);
+    json_t **out = xcalloc(json_array_size(list) + 1, sizeof(json_t *));
+    size_t count = 0, i;
+    json_t *pod;
+    (void)w;
+    json_array_foreach(list, i, pod) if (!owner_uid || owned(pod, owner_uid)) out[count++] =
+        json_incref(pod);
     *n = count;
-    return all;
+    return out;
 }
 
 void jobs_create_pod(struct world *w, const json_t *job, json_t *pod,

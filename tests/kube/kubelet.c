@@ -33,10 +33,9 @@
 
 struct kubelet {
     struct podrt *pods;
-    json_t *by_uid; /* uid -> integer holding the podrt pointer */
-    json_t *runs;   /* "ns/pod/container" -> starts so far, for fail-attempts */
-    int64_t tick;
-    unsigned ipseq;
+    json_t *by_uid;  /* uid -> integer holding the podrt pointer */
+    json_t *runs;    /* "ns/pod/container" -> starts so far, for fail-attempts */
+    int64_t seen_rv; /* the store's resourceVersion at the last scan for new pods */
 };
 
 static struct event_source kubelet_src(const struct podrt *rt)
@@ -388,33 +387,36 @@ static void step(struct world *w, struct kubelet *k, struct podrt *rt, const jso
     }
 }
 
+/* Starts tracking the pods it has not seen; only scans when the store changed. */
+static void discover(struct world *w, struct kubelet *k)
+{
+    if (store_rv(w->store) == k->seen_rv)
+        return;
+    k->seen_rv = store_rv(w->store);
+    size_t n;
+    json_t **pods = store_list(w->store, resource_lookup("", "v1", "pods"), NULL, &n);
+    for (size_t i = 0; i < n; i++) {
+        const char *phase = kstr(kpath(pods[i], "status"), "phase");
+        if (find(k, kstr(kpath(pods[i], "metadata"), "uid")) || !strcmp(phase, "Succeeded") ||
+            !strcmp(phase, "Failed"))
+            continue; /* known, or finished before we knew it: nothing left to run */
+        struct podrt *rt = podrt_new(k, pods[i]);
+        rt->at = w->sim_ns + SCHEDULE_DELAY;
+    }
+    store_list_free(pods, n);
+}
+
 void kubelet_tick(struct world *w, struct kubelet *k)
 {
     const struct resource *pods_res = resource_lookup("", "v1", "pods");
-    size_t n;
-    json_t **pods = store_list(w->store, pods_res, NULL, &n);
-    k->tick++;
-    for (size_t i = 0; i < n; i++) {
-        const json_t *m = json_object_get(pods[i], "metadata");
-        struct podrt *rt = find(k, kstr(m, "uid"));
-        if (!rt) {
-            const char *phase = kstr(kpath(pods[i], "status"), "phase");
-            if (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"))
-                continue; /* finished before we knew it: nothing left to run */
-            rt = podrt_new(k, pods[i]);
-            rt->at = w->sim_ns + SCHEDULE_DELAY;
-        }
-        rt->seen = k->tick;
-        /* always act on the newest version: an earlier step of this tick may have changed it */
-        json_t *cur = store_get(w->store, pods_res, kstr(m, "namespace"), kstr(m, "name"));
-        if (cur)
-            step(w, k, rt, cur);
-    }
-    store_list_free(pods, n);
+    discover(w, k);
     for (struct podrt *rt = k->pods, *next; rt; rt = next) {
-        next = rt->next;
-        if (rt->seen != k->tick)
+        next = rt->next; /* step() may free rt */
+        json_t *pod = store_get(w->store, pods_res, rt->ns, rt->name);
+        if (!pod || strcmp(kstr(json_object_get(pod, "metadata"), "uid"), rt->uid))
             drop(w, k, rt); /* the pod is gone (deleted with grace 0, namespace deleted) */
+        else
+            step(w, k, rt, pod);
     }
 }
 

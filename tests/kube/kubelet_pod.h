@@ -39,7 +39,6 @@ struct podrt {
     const char *evict_reason, *evict_msg;
     struct ctr *c;
     size_t n;
-    int64_t seen;
     struct podrt *next;
 };
 

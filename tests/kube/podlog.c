@@ -19,6 +19,7 @@ struct entry {
 
 struct podlogs {
     struct entry *buckets[NBUCKETS];
+    int64_t seq;
 };
 
 static unsigned hash(const char *s)
@@ -91,6 +92,7 @@ void podlogs_start(struct podlogs *p, const char *uid, const char *container)
 {
     struct entry *e = find(p, uid, container, true);
     int64_t seq = e->log.cur.seq;
+    p->seq++;
     if (seq) {
         e->log.cur.done = true;
         instance_clear(&e->log.prev);
@@ -105,6 +107,7 @@ void podlogs_append(struct podlogs *p, const char *uid, const char *container, i
 {
     struct entry *e = find(p, uid, container, true);
     struct podlog_instance *in = &e->log.cur;
+    p->seq++;
     if (in->n == MAX_LINES) {
         free(in->lines[0].text);
         memmove(in->lines, in->lines + 1, (in->n - 1) * sizeof(*in->lines));
@@ -124,10 +127,17 @@ void podlogs_end(struct podlogs *p, const char *uid, const char *container)
     struct entry *e = find(p, uid, container, false);
     if (e)
         e->log.cur.done = true;
+    p->seq++;
+}
+
+int64_t podlogs_seq(const struct podlogs *p)
+{
+    return p->seq;
 }
 
 void podlogs_drop(struct podlogs *p, const char *uid)
 {
+    p->seq++;
     for (size_t b = 0; b < NBUCKETS; b++) {
         struct entry **pp = &p->buckets[b];
         while (*pp) {

@@ -43,5 +43,8 @@ void podlogs_append(struct podlogs *p, const char *uid, const char *container, i
 void podlogs_end(struct podlogs *p, const char *uid, const char *container);
 /* Forgets every container of a deleted pod (its logs are gone, as on a node). */
 void podlogs_drop(struct podlogs *p, const char *uid);
+/* A counter bumped by every change above, so the simulation wakes log followers only when
+ * there is something new. */
+int64_t podlogs_seq(const struct podlogs *p);
 
 #endif

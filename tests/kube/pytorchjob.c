@@ -324,7 +324,7 @@ static void update_conditions(struct world *w, const json_t *job, json_t *status
     }
 }
 
-void pytorchjob_reconcile(struct world *w, const json_t *job)
+void pytorchjob_reconcile(struct world *w, const json_t *job, const json_t *index)
 {
     const json_t *m = json_object_get(job, "metadata");
     if (json_object_get(m, "deletionTimestamp"))
@@ -341,7 +341,7 @@ void pytorchjob_reconcile(struct world *w, const json_t *job)
         jobs_condition_v1(status, "Created", "True", "PyTorchJobCreated", msg);
     }
     size_t n;
-    json_t **pods = jobs_pods(w, kstr(m, "namespace"), "training.kubeflow.org/job-name",
+    json_t **pods = jobs_pods(w, index, kstr(m, "namespace"), "training.kubeflow.org/job-name",
                               kstr(m, "name"), kstr(m, "uid"), &n);
     if (jobs_condition_true(status, "Succeeded") || jobs_condition_true(status, "Failed")) {
         finished(w, job, pods, n);

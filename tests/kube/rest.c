@@ -309,8 +309,7 @@ static void delete_options(struct request *req, struct delete_opts *o)
     const char *gp = request_query(req, "gracePeriodSeconds");
     if (body) {
         pp = kstr(body, "propagationPolicy")[0] ? kstr(body, "propagationPolicy") : pp;
-        if (json_is_false(json_object_get(body, "orphanDependents")) == 0 &&
-            json_is_true(json_object_get(body, "orphanDependents")))
+        if (json_is_true(json_object_get(body, "orphanDependents"))) /* deprecated form */
             pp = "Orphan";
         o->grace = jsonx_int(body, "gracePeriodSeconds", -1);
         snprintf(o->uid, sizeof(o->uid), "%s", kstr(kpath(body, "preconditions"), "uid"));

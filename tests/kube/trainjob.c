@@ -226,7 +226,7 @@ static void reconcile_running(struct world *w, const json_t *job, const json_t *
                                   0));
 }
 
-void trainjob_reconcile(struct world *w, const json_t *job)
+void trainjob_reconcile(struct world *w, const json_t *job, const json_t *index)
 {
     const json_t *m = json_object_get(job, "metadata");
     if (json_object_get(m, "deletionTimestamp"))
@@ -246,7 +246,7 @@ void trainjob_reconcile(struct world *w, const json_t *job)
         return;
     }
     size_t n;
-    json_t **pods = jobs_pods(w, kstr(m, "namespace"), "jobset.sigs.k8s.io/jobset-name",
+    json_t **pods = jobs_pods(w, index, kstr(m, "namespace"), "jobset.sigs.k8s.io/jobset-name",
                               kstr(m, "name"), NULL, &n);
     bool done = jobs_condition_true(status, "Complete") || jobs_condition_true(status, "Failed");
     if (!done && !suspend(w, job, status, pods, n))
