@@ -101,7 +101,7 @@ static void index_key(char *out, size_t size, const char *ns, const char *key, c
     snprintf(out, size, "%s/%s=%s", ns, key, value);
 }
 
-json_t *jobs_index_build(struct world *w)
+static json_t *index_build(struct world *w)
 {
     json_t *index = json_object();
     size_t n;
@@ -125,12 +125,14 @@ json_t *jobs_index_build(struct world *w)
     return index;
 }
 
-json_t **jobs_pods(struct world *w, const json_t *index, const char *ns, const char *key,
+json_t **jobs_pods(struct world *w, json_t **index, const char *ns, const char *key,
                    const char *value, const char *owner_uid, size_t *n)
 {
     char ikey[800];
+    if (!*index)
+        *index = index_build(w);
     index_key(ikey, sizeof(ikey), ns, key, value);
-    json_t *list = json_object_get(index, ikey);
+    json_t *list = json_object_get(*index, ikey);
     json_t **out = xcalloc(json_array_size(list) + 1, sizeof(json_t *));
     size_t count = 0, i;
     json_t *pod;

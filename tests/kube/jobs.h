@@ -18,9 +18,9 @@
 struct world;
 struct event_source;
 
-/* index: from jobs_index_build() at the start of the tick. */
-void pytorchjob_reconcile(struct world *w, const json_t *job, const json_t *index);
-void trainjob_reconcile(struct world *w, const json_t *job, const json_t *index);
+/* index: the tick's pod index slot for jobs_pods() (NULL until first used). */
+void pytorchjob_reconcile(struct world *w, const json_t *job, json_t **index);
+void trainjob_reconcile(struct world *w, const json_t *job, json_t **index);
 
 /* Kubeflow v1 JobCondition rules (setCondition/filterOutCondition of kubeflow common): no
  * change after Failed; Running and Restarting replace each other; Succeeded/Failed turn
@@ -33,13 +33,12 @@ void jobs_condition(json_t *status, const char *type, const char *cstatus, const
 /* True when status.conditions has type with status "True". */
 bool jobs_condition_true(const json_t *status, const char *type);
 
-/* An index of the pods by their job label (training.kubeflow.org/job-name and
- * jobset.sigs.k8s.io/jobset-name), built once per simulation tick so that reconciling N jobs
- * does not scan every pod N times. New reference. */
-json_t *jobs_index_build(struct world *w);
-/* The indexed pods in ns with label key=value and, if owner_uid is set, an ownerReference to
- * it. Caller frees with store_list_free(). */
-json_t **jobs_pods(struct world *w, const json_t *index, const char *ns, const char *key,
+/* The pods in ns with label key=value and, if owner_uid is set, an ownerReference to it. They
+ * come from an index by job label (training.kubeflow.org/job-name,
+ * jobset.sigs.k8s.io/jobset-name) built at the first call of a tick into *index, so that
+ * reconciling N jobs does not scan every pod N times; the caller of the reconcilers frees it
+ * with json_decref(). Caller frees the result with store_list_free(). */
+json_t **jobs_pods(struct world *w, json_t **index, const char *ns, const char *key,
                    const char *value, const char *owner_uid, size_t *n);
 /* Stores pod (steals it) and records SuccessfulCreatePod on the job. */
 void jobs_create_pod(struct world *w, const json_t *job, json_t *pod,

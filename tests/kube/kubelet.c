@@ -53,6 +53,7 @@ struct kubelet *kubelet_new(void)
 
 static void podrt_free(struct podrt *rt)
 {
+    json_decref(rt->pod);
     for (size_t i = 0; i < rt->n; i++) {
         json_decref(rt->c[i].last);
         script_release(&rt->c[i].script);
@@ -78,6 +79,7 @@ static struct podrt *podrt_new(struct kubelet *k, const json_t *pod)
 {
     struct podrt *rt = XNEW(struct podrt);
     const json_t *m = json_object_get(pod, "metadata");
+    rt->pod = json_incref((json_t *)pod);
     snprintf(rt->uid, sizeof(rt->uid), "%s", kstr(m, "uid"));
     snprintf(rt->ns, sizeof(rt->ns), "%s", kstr(m, "namespace"));
     snprintf(rt->name, sizeof(rt->name), "%s", kstr(m, "name"));
@@ -337,7 +339,7 @@ static void drop(struct world *w, struct kubelet *k, struct podrt *rt)
 }
 
 /* Deletion: stop the containers, then remove the pod once they are down. */
-static void kill_pod(struct world *w, struct kubelet *k, struct podrt *rt, const json_t *pod)
+static bool kill_pod(struct world *w, struct kubelet *k, struct podrt *rt, const json_t *pod)
 {
     if (rt->stage != ST_KILLING) {
         struct event_source src = kubelet_src(rt);
@@ -353,24 +355,24 @@ static void kill_pod(struct world *w, struct kubelet *k, struct podrt *rt, const
         rt->stage = ST_KILLING;
         rt->at = w->sim_ns + KILL_DELAY;
         kubelet_write_status(w, rt, pod, NULL);
-        return;
+        return true;
     }
     if (w->sim_ns < rt->at)
-        return;
+        return true;
     const json_t *m = json_object_get(pod, "metadata");
     store_remove(w->store, resource_lookup("", "v1", "pods"), kstr(m, "namespace"), kstr(m, "name"),
                  NULL);
     drop(w, k, rt);
+    return false;
 }
 
-static void step(struct world *w, struct kubelet *k, struct podrt *rt, const json_t *pod)
+/* Advances one pod; false when rt was freed (the pod is gone). */
+static bool step(struct world *w, struct kubelet *k, struct podrt *rt, const json_t *pod)
 {
-    if (kpath(pod, "metadata.deletionTimestamp")) {
-        kill_pod(w, k, rt, pod);
-        return;
-    }
+    if (kpath(pod, "metadata.deletionTimestamp"))
+        return kill_pod(w, k, rt, pod);
     if (w->sim_ns < rt->at)
-        return;
+        return true;
     switch (rt->stage) {
     case ST_UNSCHEDULED:
         try_schedule(w, rt, pod);
@@ -385,38 +387,80 @@ static void step(struct world *w, struct kubelet *k, struct podrt *rt, const jso
     default:
         break;
     }
+    rt->idle = rt->stage == ST_DONE || rt->stage == ST_STUCK;
+    return true;
 }
 
-/* Starts tracking the pods it has not seen; only scans when the store changed. */
-static void discover(struct world *w, struct kubelet *k)
+static bool finished(const json_t *pod)
 {
-    if (store_rv(w->store) == k->seen_rv)
-        return;
-    k->seen_rv = store_rv(w->store);
+    const char *phase = kstr(kpath(pod, "status"), "phase");
+    return !strcmp(phase, "Succeeded") || !strcmp(phase, "Failed");
+}
+
+/* Takes in a new version of a pod: updates its podrt, or starts tracking a new pod. */
+static void observe(struct world *w, struct kubelet *k, json_t *pod)
+{
+    struct podrt *rt = find(k, kstr(kpath(pod, "metadata"), "uid"));
+    if (rt) {
+        json_decref(rt->pod);
+        rt->pod = json_incref(pod);
+        rt->idle = false;
+    } else if (!finished(pod)) { /* a pod finished before we knew it has nothing left to run */
+        rt = podrt_new(k, pod);
+        rt->at = w->sim_ns + SCHEDULE_DELAY;
+    }
+}
+
+/* Re-reads every pod: at start, and when the history no longer reaches back. */
+static void resync(struct world *w, struct kubelet *k)
+{
+    for (struct podrt *rt = k->pods; rt; rt = rt->next)
+        rt->gone = true;
     size_t n;
     json_t **pods = store_list(w->store, resource_lookup("", "v1", "pods"), NULL, &n);
     for (size_t i = 0; i < n; i++) {
-        const char *phase = kstr(kpath(pods[i], "status"), "phase");
-        if (find(k, kstr(kpath(pods[i], "metadata"), "uid")) || !strcmp(phase, "Succeeded") ||
-            !strcmp(phase, "Failed"))
-            continue; /* known, or finished before we knew it: nothing left to run */
-        struct podrt *rt = podrt_new(k, pods[i]);
-        rt->at = w->sim_ns + SCHEDULE_DELAY;
+        observe(w, k, pods[i]);
+        struct podrt *rt = find(k, kstr(kpath(pods[i], "metadata"), "uid"));
+        if (rt)
+            rt->gone = false;
     }
     store_list_free(pods, n);
 }
 
+/* Follows the store's history of pods since the last tick, like a kubelet's pod watch. */
+static void sync(struct world *w, struct kubelet *k)
+{
+    if (k->seen_rv < store_oldest_rv(w->store)) {
+        resync(w, k);
+    } else {
+        const struct store_event *ev;
+        for (int64_t rv = k->seen_rv; (ev = store_event_after(w->store, rv)); rv = ev->rv) {
+            if (ev->res->table != TABLE_POD)
+                continue;
+            struct podrt *rt = find(k, kstr(kpath(ev->obj, "metadata"), "uid"));
+            if (ev->type == STORE_DELETED && rt)
+                rt->gone = true;
+            else if (ev->type != STORE_DELETED)
+                observe(w, k, ev->obj);
+        }
+    }
+    k->seen_rv = store_rv(w->store);
+}
+
 void kubelet_tick(struct world *w, struct kubelet *k)
 {
-    const struct resource *pods_res = resource_lookup("", "v1", "pods");
-    discover(w, k);
+    sync(w, k);
     for (struct podrt *rt = k->pods, *next; rt; rt = next) {
         next = rt->next; /* step() may free rt */
-        json_t *pod = store_get(w->store, pods_res, rt->ns, rt->name);
-        if (!pod || strcmp(kstr(json_object_get(pod, "metadata"), "uid"), rt->uid))
-            drop(w, k, rt); /* the pod is gone (deleted with grace 0, namespace deleted) */
-        else
-            step(w, k, rt, pod);
+        if (rt->gone) {
+            drop(w, k, rt); /* deleted with grace 0, its namespace deleted, or removed by us */
+            continue;
+        }
+        if (rt->idle)
+            continue;
+        json_t *pod = json_incref(rt->pod);
+        step(w, k, rt, pod);
+        json_decref(pod);
     }
 }
 

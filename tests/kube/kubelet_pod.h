@@ -39,6 +39,9 @@ struct podrt {
     const char *evict_reason, *evict_msg;
     struct ctr *c;
     size_t n;
+    json_t *pod; /* the newest stored version seen (own reference), like an informer cache */
+    bool idle;   /* finished or stuck: nothing to do until the pod changes */
+    bool gone;   /* deleted from the store */
     struct podrt *next;
 };
 

@@ -324,13 +324,19 @@ static void update_conditions(struct world *w, const json_t *job, json_t *status
     }
 }
 
-void pytorchjob_reconcile(struct world *w, const json_t *job, const json_t *index)
+void pytorchjob_reconcile(struct world *w, const json_t *job, json_t **index)
 {
     const json_t *m = json_object_get(job, "metadata");
     if (json_object_get(m, "deletionTimestamp"))
         return;
+    const json_t *st = json_object_get(job, "status");
+    const char *clean = kstr(kpath(job, "spec.runPolicy"), "cleanPodPolicy");
+    if ((jobs_condition_true(st, "Succeeded") || jobs_condition_true(st, "Failed")) &&
+        !kpath(job, "spec.runPolicy.ttlSecondsAfterFinished") && strcmp(clean, "All") &&
+        strcmp(clean, "Running"))
+        return; /* finished, and nothing to clean up */
     const struct resource *res = resource_lookup("kubeflow.org", "v1", "pytorchjobs");
-    json_t *status = json_deep_copy(json_object_get(job, "status"));
+    json_t *status = json_deep_copy(st);
     if (!json_is_object(status)) {
         json_decref(status);
         status = json_object();

@@ -78,18 +78,51 @@ void sim_seed(struct world *w, const struct fleet_options *fleet)
     seed_runtime(w);
 }
 
-static void reconcile_all(struct world *w, const char *group, const char *version,
-                          const char *plural,
-                          void (*fn)(struct world *, const json_t *, const json_t *))
+/* The jobs to reconcile ("plural/ns/name" -> true): those that changed, and those whose pods
+ * changed, since rv, read from the store's history like an informer's work queue. NULL when
+ * the history no longer reaches back (then every job is reconciled). New reference. */
+static json_t *changed_jobs(struct world *w, int64_t rv)
+{
+    if (rv < store_oldest_rv(w->store))
+        return NULL;
+    json_t *dirty = json_object();
+    const struct store_event *ev;
+    char key[800];
+    for (; (ev = store_event_after(w->store, rv)); rv = ev->rv) {
+        const json_t *m = json_object_get(ev->obj, "metadata");
+        const char *ns = kstr(m, "namespace");
+        if (ev->res->table == TABLE_JOB) {
+            snprintf(key, sizeof(key), "%s/%s/%s", ev->res->plural, ns, kstr(m, "name"));
+            json_object_set_new(dirty, key, json_true());
+        } else if (ev->res->table == TABLE_POD) {
+            const json_t *l = json_object_get(m, "labels");
+            const char *v1 = kstr(l, "training.kubeflow.org/job-name");
+            const char *v2 = kstr(l, "jobset.sigs.k8s.io/jobset-name");
+            snprintf(key, sizeof(key), "%s/%s/%s", v1[0] ? "pytorchjobs" : "trainjobs", ns,
+                     v1[0] ? v1 : v2);
+            if (v1[0] || v2[0])
+                json_object_set_new(dirty, key, json_true());
+        }
+    }
+    return dirty;
+}
+
+/* Runs fn on every job of plural in dirty (all of them when dirty is NULL). */
+static void reconcile(struct world *w, const char *group, const char *version, const char *plural,
+                      void (*fn)(struct world *, const json_t *, json_t **), const json_t *dirty)
 {
     size_t n;
     json_t **jobs = store_list(w->store, resource_lookup(group, version, plural), NULL, &n);
-    if (n) {
-        json_t *index = jobs_index_build(w);
-        for (size_t i = 0; i < n; i++)
-            fn(w, jobs[i], index);
-        json_decref(index);
+    json_t *index = NULL;
+    for (size_t i = 0; i < n; i++) {
+        const json_t *m = json_object_get(jobs[i], "metadata");
+        char key[800];
+        snprintf(key, sizeof(key), "%s/%s/%s", plural, kstr(m, "namespace"), kstr(m, "name"));
+        if (dirty && !json_object_get(dirty, key))
+            continue;
+        fn(w, jobs[i], &index);
     }
+    json_decref(index);
     store_list_free(jobs, n);
 }
 
@@ -97,14 +130,18 @@ void sim_tick(struct world *w)
 {
     struct sim *s = w->sim;
     int64_t before = store_rv(w->store), lines = podlogs_seq(w->logs), now = clock_mono_ns();
-    /* Controllers are level-triggered: they only need to run after a change, and once a second
-     * for their clocks (active deadline, TTL after finishing). */
+    /* Controllers are level-triggered, but like real ones they only look at what changed, plus
+     * everything once a second for their clocks (active deadline, TTL after finishing). */
     if (before != s->reconciled_rv || now - s->reconciled_mono >= NS_PER_SEC) {
-        reconcile_all(w, "kubeflow.org", "v1", "pytorchjobs", pytorchjob_reconcile);
-        reconcile_all(w, "trainer.kubeflow.org", "v1alpha1", "trainjobs", trainjob_reconcile);
+        bool all = now - s->reconciled_mono >= NS_PER_SEC;
+        json_t *dirty = all ? NULL : changed_jobs(w, s->reconciled_rv);
+        reconcile(w, "kubeflow.org", "v1", "pytorchjobs", pytorchjob_reconcile, dirty);
+        reconcile(w, "trainer.kubeflow.org", "v1alpha1", "trainjobs", trainjob_reconcile, dirty);
+        json_decref(dirty);
         gc_tick(w);
-        s->reconciled_rv = store_rv(w->store);
-        s->reconciled_mono = now;
+        s->reconciled_rv = before; /* what we wrote ourselves is looked at next tick */
+        if (all)
+            s->reconciled_mono = now;
     }
     kubelet_tick(w, s->kubelet);
     /* wake watches and log followers only when there is something new for them */

@@ -226,13 +226,16 @@ static void reconcile_running(struct world *w, const json_t *job, const json_t *
                                   0));
 }
 
-void trainjob_reconcile(struct world *w, const json_t *job, const json_t *index)
+void trainjob_reconcile(struct world *w, const json_t *job, json_t **index)
 {
     const json_t *m = json_object_get(job, "metadata");
     if (json_object_get(m, "deletionTimestamp"))
         return;
+    const json_t *st = json_object_get(job, "status");
+    if (jobs_condition_true(st, "Complete") || jobs_condition_true(st, "Failed"))
+        return; /* finished: the Job controller leaves the pods as they are */
     const struct resource *res = resource_lookup("trainer.kubeflow.org", "v1alpha1", "trainjobs");
-    json_t *status = json_deep_copy(json_object_get(job, "status"));
+    json_t *status = json_deep_copy(st);
     if (!json_is_object(status)) {
         json_decref(status);
         status = json_object();
@@ -248,8 +251,7 @@ void trainjob_reconcile(struct world *w, const json_t *job, const json_t *index)
     size_t n;
     json_t **pods = jobs_pods(w, index, kstr(m, "namespace"), "jobset.sigs.k8s.io/jobset-name",
                               kstr(m, "name"), NULL, &n);
-    bool done = jobs_condition_true(status, "Complete") || jobs_condition_true(status, "Failed");
-    if (!done && !suspend(w, job, status, pods, n))
+    if (!suspend(w, job, status, pods, n))
         reconcile_running(w, job, runtime, status, pods, n);
     store_list_free(pods, n);
     jobs_write_status(w, res, store_get(w->store, res, kstr(m, "namespace"), kstr(m, "name")),
