@@ -76,8 +76,7 @@ static int check_pytorchjob(const json_t *job, struct err *err)
                    why.len ? ", " : "");
     const char *rtype;
     json_t *spec;
-    json_object_foreach(specs, rtype, spec)
-    {
+    json_object_foreach (specs, rtype, spec) {
         if (strcmp(rtype, "Master") && strcmp(rtype, "Worker")) {
             buf_printf(&why,
                        "%sspec.pytorchReplicaSpecs: Forbidden: must have only Master or "
@@ -89,8 +88,7 @@ static int check_pytorchjob(const json_t *job, struct err *err)
         bool has_pytorch = false;
         size_t i;
         json_t *c;
-        json_array_foreach(ctrs, i, c)
-        {
+        json_array_foreach (ctrs, i, c) {
             has_pytorch |= !strcmp(kstr(c, "name"), "pytorch");
             if (!kstr(c, "image")[0])
                 buf_printf(&why,
@@ -184,8 +182,7 @@ static const char *qos_class(const json_t *pod)
     bool any = false, guaranteed = true;
     size_t i;
     json_t *c;
-    json_array_foreach(kpath(pod, "spec.containers"), i, c)
-    {
+    json_array_foreach (kpath(pod, "spec.containers"), i, c) {
         json_t *req = kpath(c, "resources.requests"), *lim = kpath(c, "resources.limits");
         any |= json_object_size(req) > 0 || json_object_size(lim) > 0;
         const char *keys[] = { "cpu", "memory" };

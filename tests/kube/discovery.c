@@ -52,8 +52,7 @@ json_t *discovery_resource_list(const char *group, const char *version)
         json_t *subs = words(r->subresources);
         size_t j;
         json_t *sub;
-        json_array_foreach(subs, j, sub)
-        {
+        json_array_foreach (subs, j, sub) {
             char name[128];
             const char *s = json_string_value(sub);
             snprintf(name, sizeof(name), "%s/%s", r->plural, s);

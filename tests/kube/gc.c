@@ -24,8 +24,7 @@ static bool owned_by(const json_t *obj, const char *uid, const char *child_uid)
 {
     size_t i;
     json_t *ref;
-    json_array_foreach(kpath(obj, "metadata.ownerReferences"), i, ref)
-    {
+    json_array_foreach (kpath(obj, "metadata.ownerReferences"), i, ref) {
         const char *u = kstr(ref, "uid");
         if (!strcmp(u, uid) || (child_uid && !strcmp(u, child_uid)))
             return true;
@@ -156,8 +155,7 @@ static void finish_foreground(struct world *w, const struct resource *res, const
     json_t *fins = kpath(obj, "metadata.finalizers");
     size_t i;
     json_t *f;
-    json_array_foreach(fins, i, f)
-    {
+    json_array_foreach (fins, i, f) {
         if (strcmp(json_string_value(f), "foregroundDeletion"))
             continue;
         if (dependents(w, obj, res, NULL, NULL))

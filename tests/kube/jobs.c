@@ -16,8 +16,9 @@ static json_t *find_condition(const json_t *status, const char *type)
 {
     size_t i;
     json_t *c;
-    json_array_foreach(json_object_get(status, "conditions"), i,
-                       c) if (!strcmp(kstr(c, "type"), type)) return c;
+    json_array_foreach (json_object_get(status, "conditions"), i, c)
+        if (!strcmp(kstr(c, "type"), type))
+            return c;
     return NULL;
 }
 
@@ -44,8 +45,7 @@ void jobs_condition_v1(json_t *status, const char *type, const char *cstatus, co
     json_t *old = json_object_get(status, "conditions"), *next = json_array();
     size_t i;
     json_t *o;
-    json_array_foreach(old, i, o)
-    {
+    json_array_foreach (old, i, o) {
         const char *t = kstr(o, "type");
         if (!strcmp(t, type) || (!strcmp(type, "Restarting") && !strcmp(t, "Running")) ||
             (!strcmp(type, "Running") && !strcmp(t, "Restarting")))
@@ -76,20 +76,21 @@ void jobs_condition(json_t *status, const char *type, const char *cstatus, const
         ktime_set(c, "lastTransitionTime", clock_now_ns());
     size_t i;
     json_t *o;
-    json_array_foreach(conds, i, o) if (o == cur)
-    {
-        json_array_set_new(conds, i, c);
-        return;
-    }
+    json_array_foreach (conds, i, o)
+        if (o == cur) {
+            json_array_set_new(conds, i, c);
+            return;
+        }
     json_array_append_new(conds, c);
 }
 
-static bool owned(const json_t *obj, const char *uid)
+bool jobs_owned(const json_t *obj, const char *uid)
 {
     size_t i;
     json_t *ref;
-    json_array_foreach(kpath(obj, "metadata.ownerReferences"), i,
-                       ref) if (!strcmp(kstr(ref, "uid"), uid)) return true;
+    json_array_foreach (kpath(obj, "metadata.ownerReferences"), i, ref)
+        if (!strcmp(kstr(ref, "uid"), uid))
+            return true;
     return false;
 }
 
@@ -136,9 +137,9 @@ json_t **jobs_pods(struct world *w, json_t **index, const char *ns, const char *
     json_t **out = xcalloc(json_array_size(list) + 1, sizeof(json_t *));
     size_t count = 0, i;
     json_t *pod;
-    (void)w;
-    json_array_foreach(list, i, pod) if (!owner_uid || owned(pod, owner_uid)) out[count++] =
-        json_incref(pod);
+    json_array_foreach (list, i, pod)
+        if (!owner_uid || jobs_owned(pod, owner_uid))
+            out[count++] = json_incref(pod);
     *n = count;
     return out;
 }
@@ -178,11 +179,11 @@ void jobs_set_env(json_t *container, const char *name, const char *value)
         json_object_set_new(container, "env", env = json_array());
     size_t i;
     json_t *e;
-    json_array_foreach(env, i, e) if (!strcmp(kstr(e, "name"), name))
-    {
-        json_array_set_new(env, i, json_pack("{s:s, s:s}", "name", name, "value", value));
-        return;
-    }
+    json_array_foreach (env, i, e)
+        if (!strcmp(kstr(e, "name"), name)) {
+            json_array_set_new(env, i, json_pack("{s:s, s:s}", "name", name, "value", value));
+            return;
+        }
     json_array_append_new(env, json_pack("{s:s, s:s}", "name", name, "value", value));
 }
 
@@ -190,8 +191,7 @@ int jobs_exit_code(const json_t *pod, const char *container)
 {
     size_t i;
     json_t *c;
-    json_array_foreach(kpath(pod, "status.containerStatuses"), i, c)
-    {
+    json_array_foreach (kpath(pod, "status.containerStatuses"), i, c) {
         if (container && strcmp(kstr(c, "name"), container))
             continue;
         json_t *t = kpath(c, "state.terminated");
@@ -208,8 +208,8 @@ int jobs_restarts(const json_t *pod)
     int n = 0;
     size_t i;
     json_t *c;
-    json_array_foreach(kpath(pod, "status.containerStatuses"), i, c) n +=
-        (int)jsonx_int(c, "restartCount", 0);
+    json_array_foreach (kpath(pod, "status.containerStatuses"), i, c)
+        n += (int)jsonx_int(c, "restartCount", 0);
     return n;
 }
 
@@ -229,7 +229,7 @@ void jobs_copy_test_annotations(const json_t *job, json_t *pod_meta)
 {
     const char *k;
     json_t *v;
-    json_object_foreach(kpath(job, "metadata.annotations"), k,
-                        v) if (!strncmp(k, "testserver.trainyard.io/", 24))
-        json_object_set(kobj(pod_meta, "annotations"), k, v);
+    json_object_foreach (kpath(job, "metadata.annotations"), k, v)
+        if (!strncmp(k, "testserver.trainyard.io/", 24))
+            json_object_set(kobj(pod_meta, "annotations"), k, v);
 }

@@ -40,6 +40,8 @@ bool jobs_condition_true(const json_t *status, const char *type);
  * with json_decref(). Caller frees the result with store_list_free(). */
 json_t **jobs_pods(struct world *w, json_t **index, const char *ns, const char *key,
                    const char *value, const char *owner_uid, size_t *n);
+/* True when obj has an ownerReference to uid. */
+bool jobs_owned(const json_t *obj, const char *uid);
 /* Stores pod (steals it) and records SuccessfulCreatePod on the job. */
 void jobs_create_pod(struct world *w, const json_t *job, json_t *pod,
                      const struct event_source *src);

@@ -33,9 +33,10 @@
 
 struct kubelet {
     struct podrt *pods;
-    json_t *by_uid;  /* uid -> integer holding the podrt pointer */
-    json_t *runs;    /* "ns/pod/container" -> starts so far, for fail-attempts */
-    int64_t seen_rv; /* the store's resourceVersion at the last scan for new pods */
+    json_t *by_uid;           /* uid -> integer holding the podrt pointer */
+    json_t *runs;             /* "ns/pod/container" -> starts so far, for fail-attempts */
+    int64_t seen_rv;          /* the store's resourceVersion at the last scan for new pods */
+    struct sched_cache sched; /* the scheduler's cache, for one tick */
 };
 
 static struct event_source kubelet_src(const struct podrt *rt)
@@ -111,8 +112,9 @@ static json_t *container_spec(const json_t *pod, const char *name)
 {
     size_t i;
     json_t *c;
-    json_array_foreach(kpath(pod, "spec.containers"), i,
-                       c) if (!strcmp(kstr(c, "name"), name)) return c;
+    json_array_foreach (kpath(pod, "spec.containers"), i, c)
+        if (!strcmp(kstr(c, "name"), name))
+            return c;
     return NULL;
 }
 
@@ -259,14 +261,14 @@ static bool run_containers(struct world *w, struct kubelet *k, struct podrt *rt,
 
 /* ---- pod stages ---- */
 
-static void try_schedule(struct world *w, struct podrt *rt, const json_t *pod)
+static void try_schedule(struct world *w, struct kubelet *k, struct podrt *rt, const json_t *pod)
 {
     char why[1024];
     struct event_source sched = { "default-scheduler", NULL };
     const char *bound = kstr(kpath(pod, "spec"), "nodeName");
     if (bound[0]) {
         snprintf(rt->node, sizeof(rt->node), "%s", bound);
-    } else if (nodes_schedule(w, pod, rt->node, why, sizeof(why)) < 0) {
+    } else if (nodes_schedule(w, &k->sched, pod, rt->node, why, sizeof(why)) < 0) {
         events_emit(w, pod, &sched, "Warning", "FailedScheduling", NULL, "%s", why);
         kubelet_write_status(w, rt, pod, why);
         rt->at = w->sim_ns + NS_PER_SEC;
@@ -284,9 +286,9 @@ static void try_schedule(struct world *w, struct podrt *rt, const json_t *pod)
     json_t *node = store_get(w->store, resource_lookup("", "v1", "nodes"), NULL, rt->node);
     size_t i;
     json_t *a;
-    json_array_foreach(kpath(node, "status.addresses"), i,
-                       a) if (!strcmp(kstr(a, "type"), "InternalIP"))
-        snprintf(rt->host_ip, sizeof(rt->host_ip), "%s", kstr(a, "address"));
+    json_array_foreach (kpath(node, "status.addresses"), i, a)
+        if (!strcmp(kstr(a, "type"), "InternalIP"))
+            snprintf(rt->host_ip, sizeof(rt->host_ip), "%s", kstr(a, "address"));
     rt->started = clock_now_ns();
     rt->stage = ST_PULLING;
     rt->at = w->sim_ns + PULL_DELAY;
@@ -375,7 +377,7 @@ static bool step(struct world *w, struct kubelet *k, struct podrt *rt, const jso
         return true;
     switch (rt->stage) {
     case ST_UNSCHEDULED:
-        try_schedule(w, rt, pod);
+        try_schedule(w, k, rt, pod);
         break;
     case ST_PULLING:
         pull_and_start(w, k, rt, pod);
@@ -462,6 +464,7 @@ void kubelet_tick(struct world *w, struct kubelet *k)
         step(w, k, rt, pod);
         json_decref(pod);
     }
+    nodes_cache_release(&k->sched);
 }
 
 /* ---- control API ---- */
@@ -520,8 +523,9 @@ int kubelet_print(struct world *w, struct kubelet *k, const char *ns, const char
         return -1;
     size_t i;
     json_t *l;
-    json_array_foreach(lines, i, l) podlogs_append(w->logs, rt->uid, c->name, clock_now_ns(),
-                                                   json_is_string(l) ? json_string_value(l) : "");
+    json_array_foreach (lines, i, l)
+        podlogs_append(w->logs, rt->uid, c->name, clock_now_ns(),
+                       json_is_string(l) ? json_string_value(l) : "");
     return 0;
 }
 

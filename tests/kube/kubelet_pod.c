@@ -54,9 +54,9 @@ static void add_condition(json_t *conds, const json_t *old_conds, const char *ty
         json_object_set_new(c, "message", json_string(message));
     size_t i;
     json_t *o;
-    json_array_foreach(old_conds, i, o) if (!strcmp(kstr(o, "type"), type) &&
-                                            !strcmp(kstr(o, "status"), kstr(c, "status")))
-        json_object_set(c, "lastTransitionTime", json_object_get(o, "lastTransitionTime"));
+    json_array_foreach (old_conds, i, o)
+        if (!strcmp(kstr(o, "type"), type) && !strcmp(kstr(o, "status"), kstr(c, "status")))
+            json_object_set(c, "lastTransitionTime", json_object_get(o, "lastTransitionTime"));
     if (!json_object_get(c, "lastTransitionTime"))
         ktime_set(c, "lastTransitionTime", clock_now_ns());
     json_array_append_new(conds, c);

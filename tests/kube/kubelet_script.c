@@ -15,9 +15,9 @@ static const char *env_value(const json_t *container, const char *name)
 {
     size_t i;
     json_t *e;
-    json_array_foreach(json_object_get(container, "env"), i,
-                       e) if (!strcmp(kstr(e, "name"), name) &&
-                              json_is_string(json_object_get(e, "value"))) return kstr(e, "value");
+    json_array_foreach (json_object_get(container, "env"), i, e)
+        if (!strcmp(kstr(e, "name"), name) && json_is_string(json_object_get(e, "value")))
+            return kstr(e, "value");
     return NULL;
 }
 

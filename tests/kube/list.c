@@ -165,8 +165,7 @@ static void delete_items(struct world *w, const struct target *t, json_t *items)
 {
     size_t i;
     json_t *obj;
-    json_array_foreach(items, i, obj)
-    {
+    json_array_foreach (items, i, obj) {
         const json_t *m = json_object_get(obj, "metadata");
         json_t *last = gc_delete(w, t->res, kstr(m, "namespace"), kstr(m, "name"), NULL, -1, NULL);
         if (last)

@@ -86,10 +86,12 @@ static int check_container(const json_t *pod, struct log_opts *o, struct err *er
                           "a container name must be specified for pod %s", pname);
     json_t *cs = NULL, *c;
     size_t i;
-    json_array_foreach(kpath(pod, "status.containerStatuses"), i,
-                       c) if (!strcmp(kstr(c, "name"), o->container)) cs = c;
+    json_array_foreach (kpath(pod, "status.containerStatuses"), i, c)
+        if (!strcmp(kstr(c, "name"), o->container))
+            cs = c;
     bool known = false;
-    json_array_foreach(ctrs, i, c) known |= !strcmp(kstr(c, "name"), o->container);
+    json_array_foreach (ctrs, i, c)
+        known |= !strcmp(kstr(c, "name"), o->container);
     if (!known)
         return status_set(err, ERR_INVALID, "BadRequest", "container %s is not valid for pod %s",
                           o->container, pname);

@@ -117,8 +117,7 @@ static void pod_requests(const json_t *pod, int64_t req[NRES])
     size_t i;
     json_t *c;
     memset(req, 0, NRES * sizeof(int64_t));
-    json_array_foreach(kpath(pod, "spec.containers"), i, c)
-    {
+    json_array_foreach (kpath(pod, "spec.containers"), i, c) {
         json_t *r = kpath(c, "resources.requests"), *l = kpath(c, "resources.limits");
         for (int k = 0; k < NRES; k++)
             req[k] += json_object_get(r, scheduled_resources[k])
@@ -140,8 +139,8 @@ static bool expr_match(const json_t *labels, const json_t *e)
     bool in = false;
     size_t i;
     json_t *val;
-    json_array_foreach(json_object_get(e, "values"), i, val) in |=
-        v && !strcmp(v, json_string_value(val) ? json_string_value(val) : "");
+    json_array_foreach (json_object_get(e, "values"), i, val)
+        in |= v && !strcmp(v, json_string_value(val) ? json_string_value(val) : "");
     if (!strcmp(op, "In"))
         return in;
     if (!strcmp(op, "NotIn"))
@@ -159,19 +158,19 @@ static bool node_fits_selectors(const json_t *pod, const json_t *node)
     const json_t *labels = kpath(node, "metadata.labels");
     const char *k;
     json_t *v;
-    json_object_foreach(kpath(pod, "spec.nodeSelector"), k,
-                        v) if (!json_equal(json_object_get(labels, k), v)) return false;
+    json_object_foreach (kpath(pod, "spec.nodeSelector"), k, v)
+        if (!json_equal(json_object_get(labels, k), v))
+            return false;
     json_t *terms = kpath(pod, "spec.affinity.nodeAffinity."
                                "requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms");
     if (!json_array_size(terms))
         return true;
     size_t i, j;
     json_t *term, *e;
-    json_array_foreach(terms, i, term)
-    {
+    json_array_foreach (terms, i, term) {
         bool all = true;
-        json_array_foreach(json_object_get(term, "matchExpressions"), j, e) all &=
-            expr_match(labels, e);
+        json_array_foreach (json_object_get(term, "matchExpressions"), j, e)
+            all &= expr_match(labels, e);
         if (all)
             return true;
     }
@@ -182,8 +181,7 @@ static bool tolerated(const json_t *pod, const json_t *taint)
 {
     size_t i;
     json_t *t;
-    json_array_foreach(kpath(pod, "spec.tolerations"), i, t)
-    {
+    json_array_foreach (kpath(pod, "spec.tolerations"), i, t) {
         const char *key = kstr(t, "key");
         if ((!key[0] && !strcmp(kstr(t, "operator"), "Exists")) || !strcmp(key, kstr(taint, "key")))
             return true;
@@ -197,14 +195,16 @@ static bool node_schedulable(const json_t *pod, const json_t *node)
         return false;
     size_t i;
     json_t *t;
-    json_array_foreach(kpath(node, "spec.taints"), i,
-                       t) if (strcmp(kstr(t, "effect"), "PreferNoSchedule") &&
-                              !tolerated(pod, t)) return false;
+    json_array_foreach (kpath(node, "spec.taints"), i, t)
+        if (strcmp(kstr(t, "effect"), "PreferNoSchedule") && !tolerated(pod, t))
+            return false;
     return true;
 }
 
 /* The requests of the pods bound to each node, in one pass over the pods:
  * node name -> [gpu, efa, cpu, memory] (milli-units). New reference. */
+static void charge(json_t *usage, const char *node, const int64_t req[NRES]);
+
 static json_t *usage_by_node(json_t **pods, size_t npods)
 {
     json_t *usage = json_object();
@@ -214,16 +214,7 @@ static json_t *usage_by_node(json_t **pods, size_t npods)
             continue;
         int64_t req[NRES];
         pod_requests(pods[i], req);
-        json_t *u = json_object_get(usage, node);
-        if (!u) {
-            json_object_set_new(usage, node, u = json_array());
-            for (int k = 0; k < NRES; k++)
-                json_array_append_new(u, json_integer(0));
-        }
-        for (int k = 0; k < NRES; k++)
-            json_array_set_new(
-                u, (size_t)k,
-                json_integer(json_integer_value(json_array_get(u, (size_t)k)) + req[k]));
+        charge(usage, node, req);
     }
     return usage;
 }
@@ -241,41 +232,45 @@ static bool ready_condition(const json_t *node)
 {
     size_t i;
     json_t *c;
-    json_array_foreach(kpath(node, "status.conditions"), i,
-                       c) if (!strcmp(kstr(c, "type"), "Ready")) return !strcmp(kstr(c, "status"),
-                                                                                "True");
+    json_array_foreach (kpath(node, "status.conditions"), i, c)
+        if (!strcmp(kstr(c, "type"), "Ready"))
+            return !strcmp(kstr(c, "status"), "True");
     return false;
 }
 
-int nodes_schedule(struct world *w, const json_t *pod, char *node_out, char *why, size_t why_size)
+void nodes_cache_release(struct sched_cache *c)
 {
-    size_t nn, np;
-    json_t **nodes = store_list(w->store, node_res(), NULL, &nn);
+    json_decref(c->usage);
+    store_list_free(c->nodes, c->n);
+    memset(c, 0, sizeof(*c));
+}
+
+static void cache_fill(struct world *w, struct sched_cache *c)
+{
+    size_t np;
     json_t **pods = store_list(w->store, resource_lookup("", "v1", "pods"), NULL, &np);
-    json_t *usage = usage_by_node(pods, np);
-    int64_t req[NRES], best_gpus = -1;
-    int insufficient[NRES] = { 0 }, mismatch = 0, tainted = 0;
-    pod_requests(pod, req);
-    for (size_t i = 0; i < nn; i++) {
-        if (!node_fits_selectors(pod, nodes[i])) {
-            mismatch++;
-            continue;
-        }
-        if (!node_schedulable(pod, nodes[i]) || !ready_condition(nodes[i])) {
-            tainted++;
-            continue;
-        }
-        int64_t free_[NRES];
-        node_free(nodes[i], usage, free_);
-        bool fits = true;
+    c->nodes = store_list(w->store, node_res(), NULL, &c->n);
+    c->usage = usage_by_node(pods, np);
+    store_list_free(pods, np);
+}
+
+/* Adds req to the usage of node. */
+static void charge(json_t *usage, const char *node, const int64_t req[NRES])
+{
+    json_t *u = json_object_get(usage, node);
+    if (!u) {
+        json_object_set_new(usage, node, u = json_array());
         for (int k = 0; k < NRES; k++)
-            if (req[k] > free_[k])
-                insufficient[k]++, fits = false;
-        if (fits && free_[0] > best_gpus) {
-            best_gpus = free_[0];
-            snprintf(node_out, 254, "%s", kstr(json_object_get(nodes[i], "metadata"), "name"));
-        }
+            json_array_append_new(u, json_integer(0));
     }
+    for (int k = 0; k < NRES; k++)
+        json_array_set_new(u, (size_t)k,
+                           json_integer(json_integer_value(json_array_get(u, (size_t)k)) + req[k]));
+}
+
+static void explain(char *why, size_t why_size, size_t nn, const int insufficient[NRES],
+                    int mismatch, int tainted)
+{
     struct buf b = BUF_INIT;
     buf_printf(&b, "0/%zu nodes are available:", nn);
     for (int k = 0; k < NRES; k++)
@@ -293,10 +288,46 @@ int nodes_schedule(struct world *w, const json_t *pod, char *node_out, char *why
                nn, nn);
     snprintf(why, why_size, "%s", buf_cstr(&b));
     buf_release(&b);
-    json_decref(usage);
-    store_list_free(nodes, nn);
-    store_list_free(pods, np);
-    return best_gpus >= 0 ? 0 : -1;
+}
+
+int nodes_schedule(struct world *w, struct sched_cache *c, const json_t *pod, char *node_out,
+                   char *why, size_t why_size)
+{
+    if (!c->usage)
+        cache_fill(w, c);
+    int64_t req[NRES], best_gpus = -1;
+    int insufficient[NRES] = { 0 }, mismatch = 0, tainted = 0;
+    pod_requests(pod, req);
+    for (size_t i = 0; i < c->n; i++) {
+        const json_t *node = c->nodes[i];
+        if (!node_fits_selectors(pod, node)) {
+            mismatch++;
+            continue;
+        }
+        /* a node deleted or changed since the cache was filled is seen as it is now */
+        node =
+            store_get(w->store, node_res(), NULL, kstr(json_object_get(node, "metadata"), "name"));
+        if (!node || !node_schedulable(pod, node) || !ready_condition(node)) {
+            tainted++;
+            continue;
+        }
+        int64_t free_[NRES];
+        node_free(node, c->usage, free_);
+        bool fits = true;
+        for (int k = 0; k < NRES; k++)
+            if (req[k] > free_[k])
+                insufficient[k]++, fits = false;
+        if (fits && free_[0] > best_gpus) {
+            best_gpus = free_[0];
+            snprintf(node_out, 254, "%s", kstr(json_object_get(node, "metadata"), "name"));
+        }
+    }
+    if (best_gpus < 0) {
+        explain(why, why_size, c->n, insufficient, mismatch, tainted);
+        return -1;
+    }
+    charge(c->usage, node_out, req);
+    return 0;
 }
 
 static json_t *node_copy(struct world *w, const char *name, struct err *err)
@@ -314,8 +345,7 @@ static void put_condition(json_t *node, json_t *cond)
     json_t *conds = kpath(node, "status.conditions");
     size_t i;
     json_t *c;
-    json_array_foreach(conds, i, c)
-    {
+    json_array_foreach (conds, i, c) {
         if (!strcmp(kstr(c, "type"), kstr(cond, "type"))) {
             if (!json_object_get(cond, "lastTransitionTime"))
                 json_object_set(cond, "lastTransitionTime",

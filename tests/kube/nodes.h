@@ -22,9 +22,20 @@ struct fleet_options {
 };
 
 void nodes_seed(struct world *w, const struct fleet_options *o);
-/* Chooses a node for pod. Returns its name (copied into node, >= 254 bytes), or -1 with the
- * scheduler's FailedScheduling message in why. */
-int nodes_schedule(struct world *w, const json_t *pod, char *node, char *why, size_t why_size);
+/* The scheduler's view of the nodes and their free resources for one simulation tick, like
+ * kube-scheduler's cache: filled at the first nodes_schedule() of the tick and updated as pods
+ * are placed. Caller storage; zero-initialise, release with nodes_cache_release(). */
+struct sched_cache {
+    json_t **nodes;
+    size_t n;
+    json_t *usage; /* node name -> requests bound to it */
+};
+
+void nodes_cache_release(struct sched_cache *c);
+/* Chooses a node for pod and counts it as placed there. Returns 0 with its name copied into
+ * node (>= 254 bytes), or -1 with the scheduler's FailedScheduling message in why. */
+int nodes_schedule(struct world *w, struct sched_cache *c, const json_t *pod, char *node, char *why,
+                   size_t why_size);
 /* Makes a node NotReady with the unreachable taints (the kubelet stopped reporting). */
 int nodes_lose(struct world *w, const char *name, struct err *err);
 /* Makes a lost node Ready again and removes the taints. */

@@ -20,8 +20,7 @@ void patch_merge(json_t **target, const json_t *patch)
     }
     const char *key;
     json_t *v;
-    json_object_foreach((json_t *)patch, key, v)
-    {
+    json_object_foreach ((json_t *)patch, key, v) {
         if (json_is_null(v)) {
             json_object_del(*target, key);
             continue;
@@ -166,8 +165,7 @@ int patch_json(json_t **target, const json_t *ops, struct err *err)
     json_t *doc = json_deep_copy(*target);
     size_t i;
     json_t *op;
-    json_array_foreach(ops, i, op)
-    {
+    json_array_foreach (ops, i, op) {
         if (apply_op(&doc, op, err) < 0) {
             json_decref(doc);
             return -1;

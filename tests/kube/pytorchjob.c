@@ -14,6 +14,7 @@
 #include "server/core/clock.h"
 #include "server/core/jsonx.h"
 #include "server/core/parse.h"
+#include "server/core/xalloc.h"
 #include "tests/kube/events.h"
 #include "tests/kube/gc.h"
 #include "tests/kube/store.h"
@@ -53,7 +54,8 @@ static void inject_env(json_t *container, const json_t *job, const char *rtype, 
     int total = 0;
     const char *k;
     json_t *s;
-    json_object_foreach(specs, k, s) total += replicas(s);
+    json_object_foreach (specs, k, s)
+        total += replicas(s);
     char buf[300];
     const char *name = kstr(json_object_get(job, "metadata"), "name");
     const char *nproc = kstr(json_object_get(job, "spec"), "nprocPerNode");
@@ -116,8 +118,7 @@ static json_t *new_pod(const json_t *job, const char *rtype, const json_t *spec,
                         json_string(!strcmp(policy, "ExitCode") ? "Never" : policy));
     size_t i;
     json_t *c;
-    json_array_foreach(json_object_get(pspec, "containers"), i, c)
-    {
+    json_array_foreach (json_object_get(pspec, "containers"), i, c) {
         inject_env(c, job, rtype, index);
         if (!strcmp(kstr(c, "name"), "pytorch") && !json_object_get(c, "ports"))
             json_object_set_new(c, "ports",
@@ -144,6 +145,33 @@ static void ensure_service(struct world *w, const json_t *job, const json_t *pod
     if (store_create(w->store, svc, s, NULL))
         events_emit(w, job, &src, "Normal", "SuccessfulCreateService", NULL, "Created service: %s",
                     kstr(pm, "name"));
+}
+
+/* The job's pods, found by their fixed names and checked by owner uid. Caller frees with
+ * store_list_free(). */
+static json_t **own_pods(struct world *w, const json_t *job, size_t *n)
+{
+    const json_t *m = json_object_get(job, "metadata");
+    const struct resource *pods_res = resource_lookup("", "v1", "pods");
+    json_t *specs = kpath(job, "spec.pytorchReplicaSpecs");
+    size_t cap = 0, count = 0;
+    const char *rtype;
+    json_t *spec;
+    json_object_foreach (specs, rtype, spec)
+        cap += (size_t)(replicas(spec) > 0 ? replicas(spec) : 0);
+    json_t **out = xcalloc(cap + 1, sizeof(json_t *));
+    json_object_foreach (specs, rtype, spec) {
+        char lrt[16], name[300];
+        lower(rtype, lrt, sizeof(lrt));
+        for (int i = 0; i < replicas(spec) && count < cap; i++) {
+            snprintf(name, sizeof(name), "%s-%s-%d", kstr(m, "name"), lrt, i);
+            json_t *pod = store_get(w->store, pods_res, kstr(m, "namespace"), name);
+            if (pod && jobs_owned(pod, kstr(m, "uid")))
+                out[count++] = json_incref(pod);
+        }
+    }
+    *n = count;
+    return out;
 }
 
 static const json_t *pod_named(json_t **pods, size_t n, const char *name)
@@ -347,8 +375,8 @@ void pytorchjob_reconcile(struct world *w, const json_t *job, json_t **index)
         jobs_condition_v1(status, "Created", "True", "PyTorchJobCreated", msg);
     }
     size_t n;
-    json_t **pods = jobs_pods(w, index, kstr(m, "namespace"), "training.kubeflow.org/job-name",
-                              kstr(m, "name"), kstr(m, "uid"), &n);
+    (void)index; /* the operator's pods have fixed names: no label index needed */
+    json_t **pods = own_pods(w, job, &n);
     if (jobs_condition_true(status, "Succeeded") || jobs_condition_true(status, "Failed")) {
         finished(w, job, pods, n);
     } else if (!suspend(w, job, status, pods, n)) {

@@ -248,8 +248,7 @@ json_t **store_list(struct store *s, const struct resource *res, const char *ns,
     size_t nslen = ns ? strlen(ns) : 0;
     const char *key;
     json_t *v;
-    json_object_foreach(bucket, key, v)
-    {
+    json_object_foreach (bucket, key, v) {
         if (res->namespaced && nslen && (strncmp(key, ns, nslen) || key[nslen] != '/'))
             continue;
         keys[count++] = key;

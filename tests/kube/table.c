@@ -156,9 +156,9 @@ static const char *node_status(const json_t *node, char *out, size_t size)
     const char *ready = "Unknown";
     size_t i;
     json_t *c;
-    json_array_foreach(kpath(node, "status.conditions"), i,
-                       c) if (!strcmp(kstr(c, "type"), "Ready")) ready =
-        !strcmp(kstr(c, "status"), "True") ? "Ready" : "NotReady";
+    json_array_foreach (kpath(node, "status.conditions"), i, c)
+        if (!strcmp(kstr(c, "type"), "Ready"))
+            ready = !strcmp(kstr(c, "status"), "True") ? "Ready" : "NotReady";
     snprintf(out, size, "%s%s", ready,
              json_is_true(kpath(node, "spec.unschedulable")) ? ",SchedulingDisabled" : "");
     return out;
@@ -168,8 +168,9 @@ static const char *internal_ip(const json_t *node)
 {
     size_t i;
     json_t *a;
-    json_array_foreach(kpath(node, "status.addresses"), i,
-                       a) if (!strcmp(kstr(a, "type"), "InternalIP")) return kstr(a, "address");
+    json_array_foreach (kpath(node, "status.addresses"), i, a)
+        if (!strcmp(kstr(a, "type"), "InternalIP"))
+            return kstr(a, "address");
     return "<none>";
 }
 

@@ -36,9 +36,9 @@ static const json_t *node_template(const json_t *runtime)
 {
     size_t i;
     json_t *rj;
-    json_array_foreach(
-        kpath(runtime, "spec.template.spec.replicatedJobs"), i,
-        rj) if (!strcmp(kstr(rj, "name"), "node")) return kpath(rj, "template.spec.template");
+    json_array_foreach (kpath(runtime, "spec.template.spec.replicatedJobs"), i, rj)
+        if (!strcmp(kstr(rj, "name"), "node"))
+            return kpath(rj, "template.spec.template");
     return NULL;
 }
 
@@ -61,7 +61,7 @@ static void override_node(json_t *c, const json_t *job, int nnodes)
         json_object_set(c, "resources", json_object_get(tr, "resourcesPerNode"));
     size_t i;
     json_t *e;
-    json_array_foreach(json_object_get(tr, "env"), i, e)
+    json_array_foreach (json_object_get(tr, "env"), i, e)
         jobs_set_env(c, kstr(e, "name"), kstr(e, "value"));
     const char *name = kstr(kpath(job, "metadata"), "name");
     char buf[300];
@@ -121,8 +121,9 @@ static json_t *new_pod(const json_t *job, const json_t *tmpl_in, int index, int 
         json_object_set_new(spec, "restartPolicy", json_string("OnFailure"));
     size_t i;
     json_t *c;
-    json_array_foreach(json_object_get(spec, "containers"), i,
-                       c) if (!strcmp(kstr(c, "name"), "node")) override_node(c, job, nnodes);
+    json_array_foreach (json_object_get(spec, "containers"), i, c)
+        if (!strcmp(kstr(c, "name"), "node"))
+            override_node(c, job, nnodes);
     return tmpl;
 }
 
@@ -193,10 +194,9 @@ static int backoff_limit(const json_t *runtime)
 {
     size_t i;
     json_t *rj;
-    json_array_foreach(
-        kpath(runtime, "spec.template.spec.replicatedJobs"), i,
-        rj) if (!strcmp(kstr(rj, "name"), "node")) return (int)jsonx_int(kpath(rj, "template.spec"),
-                                                                         "backoffLimit", 6);
+    json_array_foreach (kpath(runtime, "spec.template.spec.replicatedJobs"), i, rj)
+        if (!strcmp(kstr(rj, "name"), "node"))
+            return (int)jsonx_int(kpath(rj, "template.spec"), "backoffLimit", 6);
     return 6;
 }
 
