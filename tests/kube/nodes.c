@@ -10,6 +10,7 @@
 #include "server/core/clock.h"
 #include "server/core/jsonx.h"
 #include "server/core/parse.h"
+#include "server/core/xalloc.h"
 #include "tests/kube/status.h"
 #include "tests/kube/store.h"
 #include "tests/kube/world.h"
@@ -203,31 +204,6 @@ static bool node_schedulable(const json_t *pod, const json_t *node)
 
 /* The requests of the pods bound to each node, in one pass over the pods:
  * node name -> [gpu, efa, cpu, memory] (milli-units). New reference. */
-static void charge(json_t *usage, const char *node, const int64_t req[NRES]);
-
-static json_t *usage_by_node(json_t **pods, size_t npods)
-{
-    json_t *usage = json_object();
-    for (size_t i = 0; i < npods; i++) {
-        const char *node = kstr(kpath(pods[i], "spec"), "nodeName");
-        if (!node[0] || terminal(pods[i]))
-            continue;
-        int64_t req[NRES];
-        pod_requests(pods[i], req);
-        charge(usage, node, req);
-    }
-    return usage;
-}
-
-/* Free allocatable of node minus the requests of the pods bound to it. */
-static void node_free(const json_t *node, const json_t *usage, int64_t free_[NRES])
-{
-    json_t *u = json_object_get(usage, kstr(json_object_get(node, "metadata"), "name"));
-    for (int k = 0; k < NRES; k++)
-        free_[k] = quantity(kpath(node, "status.allocatable"), scheduled_resources[k]) -
-                   json_integer_value(json_array_get(u, (size_t)k));
-}
-
 static bool ready_condition(const json_t *node)
 {
     size_t i;
@@ -238,34 +214,54 @@ static bool ready_condition(const json_t *node)
     return false;
 }
 
+/* One node as the scheduler sees it during a tick. */
+struct sched_node {
+    json_t *node; /* own reference */
+    const char *name;
+    bool usable;         /* Ready and schedulable */
+    bool tainted;        /* has taints a pod must tolerate */
+    int64_t free_[NRES]; /* allocatable minus what is bound to it */
+};
+
 void nodes_cache_release(struct sched_cache *c)
 {
-    json_decref(c->usage);
-    store_list_free(c->nodes, c->n);
+    for (size_t i = 0; i < c->n; i++)
+        json_decref(c->nodes[i].node);
+    free(c->nodes);
     memset(c, 0, sizeof(*c));
 }
 
 static void cache_fill(struct world *w, struct sched_cache *c)
 {
-    size_t np;
-    json_t **pods = store_list(w->store, resource_lookup("", "v1", "pods"), NULL, &np);
-    c->nodes = store_list(w->store, node_res(), NULL, &c->n);
-    c->usage = usage_by_node(pods, np);
-    store_list_free(pods, np);
-}
-
-/* Adds req to the usage of node. */
-static void charge(json_t *usage, const char *node, const int64_t req[NRES])
-{
-    json_t *u = json_object_get(usage, node);
-    if (!u) {
-        json_object_set_new(usage, node, u = json_array());
+    size_t nn, np;
+    json_t **nodes = store_list(w->store, node_res(), NULL, &nn);
+    json_t *by_name = json_object();
+    c->nodes = xcalloc(nn + 1, sizeof(*c->nodes));
+    for (size_t i = 0; i < nn; i++) {
+        struct sched_node *sn = &c->nodes[c->n++];
+        sn->node = nodes[i]; /* takes the list's reference */
+        sn->name = kstr(json_object_get(nodes[i], "metadata"), "name");
+        sn->usable =
+            ready_condition(nodes[i]) && !json_is_true(kpath(nodes[i], "spec.unschedulable"));
+        sn->tainted = json_array_size(kpath(nodes[i], "spec.taints")) > 0;
         for (int k = 0; k < NRES; k++)
-            json_array_append_new(u, json_integer(0));
+            sn->free_[k] = quantity(kpath(nodes[i], "status.allocatable"), scheduled_resources[k]);
+        json_object_set_new(by_name, sn->name, json_integer((json_int_t)i));
     }
-    for (int k = 0; k < NRES; k++)
-        json_array_set_new(u, (size_t)k,
-                           json_integer(json_integer_value(json_array_get(u, (size_t)k)) + req[k]));
+    free(nodes);
+    json_t **pods = store_list(w->store, resource_lookup("", "v1", "pods"), NULL, &np);
+    for (size_t i = 0; i < np; i++) {
+        json_t *idx = json_object_get(by_name, kstr(kpath(pods[i], "spec"), "nodeName"));
+        if (!idx || terminal(pods[i]))
+            continue;
+        int64_t req[NRES];
+        pod_requests(pods[i], req);
+        for (int k = 0; k < NRES; k++)
+            c->nodes[json_integer_value(idx)].free_[k] -= req[k];
+    }
+    store_list_free(pods, np);
+    json_decref(by_name);
+    c->filled = true;
 }
 
 static void explain(char *why, size_t why_size, size_t nn, const int insufficient[NRES],
@@ -293,40 +289,39 @@ static void explain(char *why, size_t why_size, size_t nn, const int insufficien
 int nodes_schedule(struct world *w, struct sched_cache *c, const json_t *pod, char *node_out,
                    char *why, size_t why_size)
 {
-    if (!c->usage)
+    if (!c->filled)
         cache_fill(w, c);
     int64_t req[NRES], best_gpus = -1;
     int insufficient[NRES] = { 0 }, mismatch = 0, tainted = 0;
+    struct sched_node *best = NULL;
+    bool constrained = kpath(pod, "spec.nodeSelector") || kpath(pod, "spec.affinity");
     pod_requests(pod, req);
     for (size_t i = 0; i < c->n; i++) {
-        const json_t *node = c->nodes[i];
-        if (!node_fits_selectors(pod, node)) {
+        struct sched_node *sn = &c->nodes[i];
+        if (constrained && !node_fits_selectors(pod, sn->node)) {
             mismatch++;
             continue;
         }
-        /* a node deleted or changed since the cache was filled is seen as it is now */
-        node =
-            store_get(w->store, node_res(), NULL, kstr(json_object_get(node, "metadata"), "name"));
-        if (!node || !node_schedulable(pod, node) || !ready_condition(node)) {
+        if (!sn->usable || (sn->tainted && !node_schedulable(pod, sn->node))) {
             tainted++;
             continue;
         }
-        int64_t free_[NRES];
-        node_free(node, c->usage, free_);
         bool fits = true;
         for (int k = 0; k < NRES; k++)
-            if (req[k] > free_[k])
+            if (req[k] > sn->free_[k])
                 insufficient[k]++, fits = false;
-        if (fits && free_[0] > best_gpus) {
-            best_gpus = free_[0];
-            snprintf(node_out, 254, "%s", kstr(json_object_get(node, "metadata"), "name"));
+        if (fits && sn->free_[0] > best_gpus) {
+            best_gpus = sn->free_[0];
+            best = sn;
         }
     }
-    if (best_gpus < 0) {
+    if (!best) {
         explain(why, why_size, c->n, insufficient, mismatch, tainted);
         return -1;
     }
-    charge(c->usage, node_out, req);
+    for (int k = 0; k < NRES; k++)
+        best->free_[k] -= req[k];
+    snprintf(node_out, 254, "%s", best->name);
     return 0;
 }
 
@@ -394,12 +389,4 @@ int nodes_set_condition(struct world *w, const char *name, const json_t *cond, s
     ktime_set(c, "lastTransitionTime", clock_now_ns());
     put_condition(node, c);
     return store_replace(w->store, node_res(), node, err) ? 0 : -1;
-}
-
-int nodes_ready(struct world *w, const char *name)
-{
-    if (!w)
-        return 0;
-    json_t *node = store_get(w->store, node_res(), NULL, name);
-    return node && ready_condition(node);
 }

@@ -7,6 +7,7 @@
 #ifndef KS_NODES_H
 #define KS_NODES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <jansson.h>
@@ -25,10 +26,12 @@ void nodes_seed(struct world *w, const struct fleet_options *o);
 /* The scheduler's view of the nodes and their free resources for one simulation tick, like
  * kube-scheduler's cache: filled at the first nodes_schedule() of the tick and updated as pods
  * are placed. Caller storage; zero-initialise, release with nodes_cache_release(). */
+struct sched_node;
+
 struct sched_cache {
-    json_t **nodes;
+    struct sched_node *nodes;
     size_t n;
-    json_t *usage; /* node name -> requests bound to it */
+    bool filled;
 };
 
 void nodes_cache_release(struct sched_cache *c);
@@ -42,7 +45,5 @@ int nodes_lose(struct world *w, const char *name, struct err *err);
 int nodes_recover(struct world *w, const char *name, struct err *err);
 /* Sets (or adds) one condition, e.g. AcceleratedHardwareReady=False. */
 int nodes_set_condition(struct world *w, const char *name, const json_t *cond, struct err *err);
-/* True when the node exists and is Ready. */
-int nodes_ready(struct world *w, const char *name);
 
 #endif
