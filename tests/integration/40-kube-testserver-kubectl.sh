@@ -168,6 +168,11 @@ out=$("${K[@]}" get events --field-selector involvedObject.kind=PyTorchJob,invol
 contains "job events with involvedObject field selector" "SuccessfulCreatePod" "$out"
 contains "job events include the terminal reason" "PyTorchJobSucceeded" "$out"
 
+out=$(curl -sS "$URL/apis/events.k8s.io/v1/namespaces/default/events?fieldSelector=regarding.name=mnist-worker-0,reason=Started")
+[ "$(jq -c '[.kind, .items[0].apiVersion, .items[0].note, .items[0].reportingController, .items[0].regarding.kind]' <<<"$out")" = \
+    '["EventList","events.k8s.io/v1","Started container pytorch","kubelet","Pod"]' ] &&
+    ok "events.k8s.io/v1 view with a regarding.name field selector" || fail "events.k8s.io/v1" "$out"
+
 out=$("${K[@]}" get pod nope 2>&1)
 contains "404 is NotFound" 'Error from server (NotFound): pods "nope" not found' "$out"
 out=$("${K[@]}" get pytorchjob nope 2>&1)

@@ -12,6 +12,7 @@
 #include "server/core/jsonx.h"
 #include "server/core/parse.h"
 #include "server/core/xalloc.h"
+#include "tests/kube/eventsv1.h"
 #include "tests/kube/gc.h"
 #include "tests/kube/status.h"
 #include "tests/kube/store.h"
@@ -31,6 +32,8 @@ int list_query_parse(struct request *req, const struct target *t, struct list_qu
         err_set(err, ERR_INVALID, "field label not supported: %s", bad);
         goto fail;
     }
+    if (t->res->view_of)
+        eventsv1_map_fields(&q->fields);
     return 0;
 fail:
     if (err)
@@ -110,7 +113,7 @@ static json_t *collect(struct world *w, const struct target *t, const struct lis
                        int64_t *remaining)
 {
     size_t n;
-    json_t **objs = store_list(w->store, t->res, t->ns, &n);
+    json_t **objs = store_list(w->store, t->store_res, t->ns, &n);
     json_t *items = json_array();
     char key[600], last[600] = "";
     *remaining = 0;
@@ -141,13 +144,15 @@ static void list_reply(struct request *req, const struct target *t, struct reply
         json_t **objs = xcalloc(json_array_size(items) + 1, sizeof(json_t *));
         for (size_t i = 0; i < json_array_size(items); i++)
             objs[i] = json_array_get(items, i);
-        list = table_render(t->res, objs, json_array_size(items),
+        list = table_render(t->store_res, objs, json_array_size(items),
                             request_query(req, "includeObject"), clock_now_ns());
         free(objs);
         json_decref(items);
     } else {
         char kind[96];
         snprintf(kind, sizeof(kind), "%sList", t->res->kind);
+        for (size_t i = 0; i < json_array_size(items); i++)
+            json_array_set_new(items, i, rest_present(t, json_array_get(items, i)));
         list = json_pack("{s:s, s:s, s:{}, s:o}", "kind", kind, "apiVersion", t->res->api_version,
                          "metadata", "items", items);
     }

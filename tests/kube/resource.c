@@ -3,6 +3,7 @@
  * kubeflow.org/v1 PyTorchJob (Training Operator v1) and trainer.kubeflow.org/v1alpha1 TrainJob
  * with its runtimes (Trainer v2). Selectable fields are those kube-apiserver registers
  * (pod/strategy.go, event/strategy.go); CRDs only allow metadata.name and metadata.namespace.
+ * events.k8s.io/v1 events are a view of the core/v1 ones (eventsv1.c).
  * Read-only static data; thread-safe.
  */
 #include "tests/kube/resource.h"
@@ -17,27 +18,34 @@
     "involvedObject.apiVersion involvedObject.resourceVersion involvedObject.fieldPath reason "    \
     "reportingComponent source type"
 
+#define EVENTSV1_FIELDS                                                                            \
+    "regarding.kind regarding.namespace regarding.name regarding.uid regarding.apiVersion "        \
+    "regarding.resourceVersion regarding.fieldPath reason reportingController type"
+
 const struct resource resource_table[] = {
     { "", "v1", "v1", "pods", "pod", "Pod", "pods", true, false, "po", "status log", POD_FIELDS,
-      TABLE_POD },
+      TABLE_POD, NULL },
     { "", "v1", "v1", "events", "event", "Event", "events", true, false, "ev", "", EVENT_FIELDS,
-      TABLE_EVENT },
+      TABLE_EVENT, NULL },
     { "", "v1", "v1", "services", "service", "Service", "services", true, false, "svc", "status",
-      "", TABLE_SERVICE },
+      "", TABLE_SERVICE, NULL },
     { "", "v1", "v1", "nodes", "node", "Node", "nodes", false, false, "no", "status",
-      "spec.unschedulable", TABLE_NODE },
+      "spec.unschedulable", TABLE_NODE, NULL },
     { "", "v1", "v1", "namespaces", "namespace", "Namespace", "namespaces", false, false, "ns",
-      "status", "status.phase", TABLE_NAMESPACE },
+      "status", "status.phase", TABLE_NAMESPACE, NULL },
+    { "events.k8s.io", "v1", "events.k8s.io/v1", "events", "event", "Event", "events.events.k8s.io",
+      true, false, "ev", "", EVENTSV1_FIELDS, TABLE_EVENT, "events" },
     { "kubeflow.org", "v1", "kubeflow.org/v1", "pytorchjobs", "pytorchjob", "PyTorchJob",
-      "pytorchjobs.kubeflow.org", true, true, "", "status", "", TABLE_JOB },
+      "pytorchjobs.kubeflow.org", true, true, "", "status", "", TABLE_JOB, NULL },
     { "trainer.kubeflow.org", "v1alpha1", "trainer.kubeflow.org/v1alpha1", "trainjobs", "trainjob",
-      "TrainJob", "trainjobs.trainer.kubeflow.org", true, true, "", "status", "", TABLE_JOB },
+      "TrainJob", "trainjobs.trainer.kubeflow.org", true, true, "", "status", "", TABLE_JOB, NULL },
     { "trainer.kubeflow.org", "v1alpha1", "trainer.kubeflow.org/v1alpha1", "trainingruntimes",
       "trainingruntime", "TrainingRuntime", "trainingruntimes.trainer.kubeflow.org", true, true, "",
-      "", "", TABLE_GENERIC },
+      "", "", TABLE_GENERIC, NULL },
     { "trainer.kubeflow.org", "v1alpha1", "trainer.kubeflow.org/v1alpha1",
       "clustertrainingruntimes", "clustertrainingruntime", "ClusterTrainingRuntime",
-      "clustertrainingruntimes.trainer.kubeflow.org", false, true, "", "", "", TABLE_GENERIC },
+      "clustertrainingruntimes.trainer.kubeflow.org", false, true, "", "", "", TABLE_GENERIC,
+      NULL },
 };
 
 const size_t resource_count = sizeof(resource_table) / sizeof(resource_table[0]);

@@ -33,6 +33,7 @@ struct resource {
     const char *subresources; /* space separated: "status", "log" */
     const char *fields; /* selectable fields beyond metadata.name/namespace, space separated */
     enum table_kind table;
+    const char *view_of; /* a read-only view of another core/v1 resource's objects, or NULL */
 };
 
 extern const struct resource resource_table[];

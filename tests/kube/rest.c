@@ -14,6 +14,7 @@
 #include "server/core/xalloc.h"
 #include "server/core/yamljson.h"
 #include "tests/kube/admission.h"
+#include "tests/kube/eventsv1.h"
 #include "tests/kube/gc.h"
 #include "tests/kube/list.h"
 #include "tests/kube/logs.h"
@@ -31,20 +32,27 @@ void rest_error(struct reply *rep, const struct target *t, const struct err *err
                status_from_err(err, t ? t->res : NULL, t && t->name[0] ? t->name : NULL));
 }
 
+json_t *rest_present(const struct target *t, json_t *obj)
+{
+    return t->res->view_of ? eventsv1_from_core(obj) : json_incref(obj);
+}
+
+/* Replies with obj (steals it) as a Table or as the resource presents it. */
 static void reply_object(struct request *req, struct reply *rep, const struct target *t, int code,
                          json_t *obj)
 {
     if (table_wanted(request_header(req, "Accept"))) {
         json_t *const objs[] = { obj };
-        json_t *table =
-            table_render(t->res, objs, 1, request_query(req, "includeObject"), clock_now_ns());
+        json_t *table = table_render(t->store_res, objs, 1, request_query(req, "includeObject"),
+                                     clock_now_ns());
         json_object_set_new(kobj(table, "metadata"), "resourceVersion",
                             json_incref(kpath(obj, "metadata.resourceVersion")));
         reply_json(rep, code, table);
         json_decref(obj);
         return;
     }
-    reply_json(rep, code, obj);
+    reply_json(rep, code, rest_present(t, obj));
+    json_decref(obj);
 }
 
 /* Decodes a JSON (or YAML, for server-side apply) body; ERR_INVALID (400) when malformed. */
@@ -372,7 +380,7 @@ void rest_handle(struct request *req, const struct target *t, struct reply *rep)
         struct err err;
         err_init(&err);
         world_lock(req->w);
-        json_t *obj = json_incref(store_get(req->w->store, t->res, t->ns, t->name));
+        json_t *obj = json_incref(store_get(req->w->store, t->store_res, t->ns, t->name));
         if (!obj)
             store_not_found(&err, t->res, t->name);
         world_unlock(req->w);
@@ -381,10 +389,16 @@ void rest_handle(struct request *req, const struct target *t, struct reply *rep)
         else
             rest_error(rep, t, &err);
         err_release(&err);
-    } else if (!strcmp(v, "list") || !strcmp(v, "deletecollection")) {
+    } else if (!strcmp(v, "list")) {
         list_handle(req, t, rep);
     } else if (!strcmp(v, "watch")) {
         watch_handle(req, t, rep);
+    } else if (t->res->view_of) {
+        reply_json(rep, 405,
+                   status_new(405, "MethodNotAllowed",
+                              "the test API server serves events.k8s.io/v1 read-only"));
+    } else if (!strcmp(v, "deletecollection")) {
+        list_handle(req, t, rep);
     } else if (!strcmp(v, "create") && !t->sub[0]) {
         do_create(req, t, rep);
     } else if (!strcmp(v, "update")) {

@@ -67,6 +67,7 @@ static int parse_target(char (*seg)[254], int n, const char *group, const char *
     t->res = resource_lookup(group, version, seg[i]);
     if (!t->res || n - i > 3)
         return -1;
+    t->store_res = t->res->view_of ? resource_lookup("", "v1", t->res->view_of) : t->res;
     if (i == 2 && !t->res->namespaced)
         return -1;
     if (n - i >= 2)

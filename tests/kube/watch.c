@@ -38,9 +38,11 @@ static void emit(struct watch *wa, const char *type, json_t *obj)
     json_t *o = obj;
     if (wa->table && strcmp(type, "ERROR") && strcmp(type, "BOOKMARK")) {
         json_t *const objs[] = { obj };
-        o = table_render(wa->t.res, objs, 1, wa->include, clock_now_ns());
+        o = table_render(wa->t.store_res, objs, 1, wa->include, clock_now_ns());
         json_object_set(kobj(o, "metadata"), "resourceVersion",
                         kpath(obj, "metadata.resourceVersion"));
+    } else if (strcmp(type, "ERROR") && strcmp(type, "BOOKMARK")) {
+        o = rest_present(&wa->t, obj);
     } else {
         json_incref(o);
     }
@@ -66,7 +68,7 @@ static void emit_bookmark(struct watch *wa, int64_t rv, bool initial_end)
 static void emit_initial(struct watch *wa)
 {
     size_t n;
-    json_t **objs = store_list(wa->w->store, wa->t.res, wa->t.ns, &n);
+    json_t **objs = store_list(wa->w->store, wa->t.store_res, wa->t.ns, &n);
     for (size_t i = 0; i < n; i++)
         if (list_query_match(&wa->q, &wa->t, objs[i]))
             emit(wa, "ADDED", objs[i]);
@@ -120,7 +122,7 @@ static void pump(struct watch *wa)
         const struct store_event *ev;
         while (wa->out.len < BATCH_BYTES && (ev = store_event_after(w->store, wa->cursor))) {
             wa->cursor = ev->rv;
-            if (ev->res == wa->t.res)
+            if (ev->res == wa->t.store_res)
                 emit_event(wa, ev);
         }
         if (wa->out.len)
