@@ -395,6 +395,16 @@ contains "apply -f again configures" "pytorchjob.kubeflow.org/applied configured
 out=$("${K[@]}" get pytorchjob applied -o jsonpath='{.metadata.generation} {.spec.pytorchReplicaSpecs.Worker.template.spec.containers[0].image}')
 [ "$out" = "2 pytorch/pytorch:2.8.0-cuda12.8-cudnn9-runtime" ] && ok "a spec change bumps metadata.generation" || fail "generation" "$out"
 
+# time speed: 50 lines 100 ms apart take 5 simulated seconds, 0.5 s at speed 10
+ctl speed '{"speed":10}' >/dev/null
+sed -e 's/name: mnist/name: fast/' -e 's/"8"/"50"/' -e 's/"150"/"100"/' "$TMP/mnist.yaml" >"$TMP/fast.yaml"
+start_ms=$(date +%s%3N)
+"${K[@]}" create -f "$TMP/fast.yaml" >/dev/null
+out=$("${K[@]}" wait --for=condition=Succeeded pytorchjob/fast --timeout=10s 2>&1)
+took=$(($(date +%s%3N) - start_ms))
+[[ $out == *"condition met"* && $took -lt 3000 ]] && ok "speed 10 runs a 5 s job in ${took} ms" || fail "speed ($took ms)" "$out"
+ctl speed '{"speed":1}' >/dev/null
+
 # injected faults
 ctl faults '{"count":1,"code":500,"verb":"list","resource":"nodes"}' >/dev/null
 out=$("${K[@]}" get nodes 2>&1)
