@@ -1,9 +1,11 @@
 /*
  * kubelet: per-pod runtime state (struct podrt) kept beside the stored Pod, advanced on the
- * simulated clock by kubelet_tick(). The stored Pod's status is rewritten only when something
- * visible changed, so a running pod that prints lines does not churn resourceVersions.
- * Timings are compressed (scheduling 50 ms, image pull 150 ms, a line every 100 ms, back-off
- * from 500 ms doubling to 5 s) and scaled by the world's speed.
+ * simulated clock by kubelet_tick(). Like a real kubelet it learns about pods by following
+ * their changes (the store's history) rather than re-reading them, and leaves finished pods
+ * alone until they change. The stored Pod's status is rewritten only when something visible
+ * changed, so a running pod that prints lines does not churn resourceVersions.
+ * Timings are compressed (scheduling 50 ms, image pull 150 ms, a line every 100 ms, the first
+ * restart at once, then back-off from 500 ms doubling to 5 s) and scaled by the world's speed.
  * Ownership: struct kubelet owns its podrt list; lock: world lock held by every caller.
  */
 #include "tests/kube/kubelet.h"
@@ -35,7 +37,7 @@ struct kubelet {
     struct podrt *pods;
     json_t *by_uid;           /* uid -> integer holding the podrt pointer */
     json_t *runs;             /* "ns/pod/container" -> starts so far, for fail-attempts */
-    int64_t seen_rv;          /* the store's resourceVersion at the last scan for new pods */
+    int64_t seen_rv;          /* how far the pod history has been followed */
     struct sched_cache sched; /* the scheduler's cache, for one tick */
 };
 
