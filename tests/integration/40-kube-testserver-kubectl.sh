@@ -297,6 +297,34 @@ out=$("${K[@]}" get events --field-selector involvedObject.name=oom,reason=Exite
 out=$("${K[@]}" get events --field-selector involvedObject.name=oom,reason=PyTorchJobRestarting -o name)
 [ -n "$out" ] && ok "the job went through Restarting" || fail "Restarting event" "$out"
 
+# the whole job fails: backoff limit, active deadline
+cat >"$TMP/limits.yaml" <<'EOF'
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: crashy, annotations: {testserver.trainyard.io/exit-code: "1", testserver.trainyard.io/steps: "1"}}
+spec:
+  runPolicy: {backoffLimit: 1}
+  pytorchReplicaSpecs:
+    Worker:
+      replicas: 1
+      template: {spec: {containers: [{name: pytorch, image: pytorch/pytorch:2.7.1}]}}
+---
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: slow, annotations: {testserver.trainyard.io/run-forever: "true"}}
+spec:
+  runPolicy: {activeDeadlineSeconds: 1}
+  pytorchReplicaSpecs:
+    Worker:
+      replicas: 1
+      template: {spec: {containers: [{name: pytorch, image: pytorch/pytorch:2.7.1}]}}
+EOF
+check "create jobs that crash-loop and overrun their deadline" "${K[@]}" create -f "$TMP/limits.yaml"
+eventually "backoffLimit fails the crash-looping job" 8 bash -c \
+    "${K[*]} get pytorchjob crashy -o jsonpath='{.status.conditions[-1].type}: {.status.conditions[-1].message}' | grep -qx 'Failed: PyTorchJob crashy has failed because it has reached the specified backoff limit'"
+eventually "activeDeadlineSeconds fails the slow job" 8 bash -c \
+    "${K[*]} get pytorchjob slow -o jsonpath='{.status.conditions[-1].type}: {.status.conditions[-1].message}' | grep -qx 'Failed: PyTorchJob slow has failed because it was active longer than specified deadline'"
+
 # OOMKilled under OnFailure: restart in place with CrashLoopBackOff
 cat >"$TMP/oom2.yaml" <<'EOF'
 apiVersion: kubeflow.org/v1
