@@ -430,7 +430,7 @@ start_ms=$(date +%s%3N)
 "${K[@]}" create -f "$TMP/fast.yaml" >/dev/null
 out=$("${K[@]}" wait --for=condition=Succeeded pytorchjob/fast --timeout=10s 2>&1)
 took=$(($(date +%s%3N) - start_ms))
-[[ $out == *"condition met"* && $took -lt 3000 ]] && ok "speed 10 runs a 5 s job in ${took} ms" || fail "speed ($took ms)" "$out"
+[[ $out == *"condition met"* && $took -lt 4000 ]] && ok "speed 10 runs a 5 s job in ${took} ms" || fail "speed ($took ms)" "$out"
 ctl speed '{"speed":1}' >/dev/null
 
 # injected faults
@@ -451,13 +451,13 @@ grep -q "certificate-authority-data:" "$KUBECONFIG" && grep -q "command: .*tests
     ok "kubeconfig has the CA and the exec plugin" || fail "kubeconfig" "$(cat "$KUBECONFIG")"
 check "kubectl over TLS with the exec plugin" "${K[@]}" get nodes
 [ -s "$TMP/plugin.log" ] && ok "kubectl ran the exec plugin" || fail "plugin not run"
-token=$(KUBERNETES_EXEC_INFO='{"apiVersion":"client.authentication.k8s.io/v1beta1"}' TESTSERVER_SECRET=$(sed -n 's/.*TESTSERVER_SECRET, value: "\([0-9a-f]*\)".*/\1/p' "$KUBECONFIG") TESTSERVER_TOKEN_TTL=1 \
+token=$(KUBERNETES_EXEC_INFO='{"apiVersion":"client.authentication.k8s.io/v1beta1"}' TESTSERVER_SECRET=$(sed -n 's/.*TESTSERVER_SECRET, value: "\([0-9a-f]*\)".*/\1/p' "$KUBECONFIG") TESTSERVER_TOKEN_TTL=2 \
     "$BUILD/tests/kube/testserver-token" | jq -r .status.token)
 CA=$TMP/ca.pem
 sed -n 's/.*certificate-authority-data: //p' "$KUBECONFIG" | base64 -d >"$CA"
 out=$(curl -sS --cacert "$CA" -H "Authorization: Bearer $token" "$URL/api/v1/namespaces" -o /dev/null -w '%{http_code}')
 [ "$out" = 200 ] && ok "a minted token is accepted" || fail "fresh token" "$out"
-sleep 1.2
+sleep 2.1 # whole seconds: a 2 s token is valid for 1-2 s
 out=$(curl -sS --cacert "$CA" -H "Authorization: Bearer $token" "$URL/api/v1/namespaces")
 [ "$(jq -r '.kind,.reason,.code' <<<"$out" | tr '\n' ' ')" = "Status Unauthorized 401 " ] && ok "an expired token is 401 Unauthorized" || fail "expired token" "$out"
 out=$(curl -sS --cacert "$CA" "$URL/api/v1/namespaces" -w ' %{http_code}')
