@@ -2,7 +2,8 @@
  * nodes: fleet and scheduler. The fleet looks like an EKS managed GPU node group behind
  * Karpenter: instance type, zone and region labels, NVIDIA GPU feature discovery labels, EFA and
  * GPU capacity, and the Ready/pressure conditions plus the EKS node monitoring agent's. The
- * scheduler is a first-fit over nodes sorted by free GPUs; it has no preemption or scoring.
+ * scheduler filters nodes like kube-scheduler's predicates and picks the one with the most free
+ * GPUs; it has no preemption and no other scoring.
  */
 #include "tests/kube/nodes.h"
 

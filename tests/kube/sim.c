@@ -1,7 +1,10 @@
 /*
- * sim: ticks every TICK_MS of real time. Controllers run before kubelets so that a pod created
- * in a tick is scheduled in the same or the next one. Ownership: struct sim owns the kubelet
- * simulation; the thread only runs between sim_start() and sim_stop().
+ * sim: ticks every TICK_MS of real time. The controllers run first, but only for the jobs that
+ * changed (or whose pods changed) since their last run, read from the store's history the way
+ * an informer's work queue is fed, plus a full pass once a second for their clocks; then the
+ * kubelets advance. Streams are woken only when the store or a log changed.
+ * Ownership: struct sim owns the kubelet simulation; the thread only runs between sim_start()
+ * and sim_stop().
  */
 #include "tests/kube/sim.h"
 

@@ -1,7 +1,7 @@
 /*
  * store: objects keyed by "namespace/name" in one jansson object per resource, and a ring of
  * change events. It does not validate object schemas, run admission, or garbage-collect
- * dependents (rest.c and gc in sim do); it only keeps metadata consistent. Lock: world lock.
+ * dependents (admission.c and gc.c do); it only keeps metadata consistent. Lock: world lock.
  */
 #include "tests/kube/store.h"
 
