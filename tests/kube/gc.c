@@ -83,6 +83,8 @@ static void orphan_dependent(struct world *w, const struct resource *res, const 
     for (size_t i = json_array_size(refs); i-- > 0;)
         if (!strcmp(kstr(json_array_get(refs, i), "uid"), uid))
             json_array_remove(refs, i);
+    if (!json_array_size(refs))
+        json_object_del(kobj(copy, "metadata"), "ownerReferences");
     store_replace(w->store, res, copy, NULL);
 }
 

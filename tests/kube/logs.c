@@ -62,6 +62,11 @@ static int parse_opts(struct request *req, struct log_opts *o, struct err *err)
         o->since_ns = clock_now_ns() - secs * NS_PER_SEC;
     if (st && clock_parse(st, &o->since_ns) < 0)
         return status_set(err, ERR_INVALID, "BadRequest", "invalid sinceTime: %s", st);
+    /* sinceTime is a metav1.Time, which the API server re-encodes in whole seconds when it
+     * forwards the request to the kubelet: a client resuming from a line's nanosecond timestamp
+     * gets the earlier lines of that second again and must drop the duplicates itself. */
+    if (st)
+        o->since_ns -= o->since_ns % NS_PER_SEC;
     if (tl && parse_int64(tl, 0, INT64_MAX, &o->tail) < 0)
         return status_set(err, ERR_INVALID, "BadRequest", "invalid tailLines: %s", tl);
     if (lb && parse_int64(lb, 1, INT64_MAX, &o->limit) < 0)
