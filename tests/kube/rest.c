@@ -288,6 +288,10 @@ static void do_patch(struct request *req, const struct target *t, struct reply *
         store_not_found(&err, t->res, t->name);
     } else {
         json_t *next = apply_patch(req, t, cur, patch, &err);
+        if (next && check_identity(next, t, &err) < 0) { /* a patch may not rename or retype */
+            json_decref(next);
+            next = NULL;
+        }
         if (next)
             result = write_object(req, t, cur, next, &err);
     }

@@ -194,7 +194,12 @@ void watch_handle(struct request *req, const struct target *t, struct reply *rep
     const char *timeout = request_query(req, "timeoutSeconds");
     const char *include = request_query(req, "includeObject");
     int64_t secs = 0;
-    if (list_query_parse(req, t, &wa->q, &err) < 0) {
+    int64_t parsed;
+    if (rv && rv[0] && parse_int64(rv, 0, INT64_MAX, &parsed) < 0)
+        status_set(&err, ERR_INVALID, "BadRequest",
+                   "invalid resource version: strconv.ParseUint: parsing \"%s\": invalid syntax",
+                   rv);
+    if (err_is_set(&err) || list_query_parse(req, t, &wa->q, &err) < 0) {
         rest_error(rep, t, &err);
         free(wa);
         err_release(&err);
@@ -202,8 +207,8 @@ void watch_handle(struct request *req, const struct target *t, struct reply *rep
     }
     wa->initial = !rv || !rv[0] || !strcmp(rv, "0") || flag(req, "sendInitialEvents");
     wa->initial_bookmark = flag(req, "sendInitialEvents") && flag(req, "allowWatchBookmarks");
-    if (rv && rv[0] && parse_int64(rv, 0, INT64_MAX, &wa->cursor) < 0)
-        wa->cursor = 0;
+    if (rv && rv[0])
+        parse_int64(rv, 0, INT64_MAX, &wa->cursor);
     wa->table = table_wanted(request_header(req, "Accept"));
     snprintf(wa->include, sizeof(wa->include), "%s", include ? include : "");
     world_lock(req->w);
