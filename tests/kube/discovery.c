@@ -46,7 +46,7 @@ json_t *discovery_resource_list(const char *group, const char *version)
                       "namespaced", r->namespaced, "kind", r->kind, "verbs", verbs_for(r));
         if (r->short_names[0])
             json_object_set_new(e, "shortNames", words(r->short_names));
-        if (r->custom || r->table == TABLE_POD)
+        if (r->table == TABLE_POD || r->table == TABLE_SERVICE) /* the built-in "all" */
             json_object_set_new(e, "categories", json_pack("[s]", "all"));
         json_array_append_new(list, e);
         json_t *subs = words(r->subresources);
