@@ -368,6 +368,54 @@ eventually "the TrainJob Completes" 10 bash -c "${K[*]} get trainjob tj | grep -
 out=$("${K[@]}" logs -l jobset.sigs.k8s.io/jobset-name=tj,batch.kubernetes.io/job-completion-index=2 2>&1)
 contains "TrainJob rank from the completion index" "[rank 2] training finished" "$out"
 
+# TrainJob on a namespaced TrainingRuntime (backoffLimit 0): one failing rank fails it;
+# suspend deletes the pods, resume brings them back
+cat >"$TMP/tj2.yaml" <<'EOF'
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainingRuntime
+metadata: {name: strict}
+spec:
+  mlPolicy: {numNodes: 2, torch: {}}
+  template:
+    spec:
+      replicatedJobs:
+      - name: node
+        template:
+          spec:
+            backoffLimit: 0
+            template:
+              spec:
+                containers: [{name: node, image: pytorch/pytorch:2.7.1}]
+---
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata: {name: tjfail, annotations: {testserver.trainyard.io/rank-exit-codes: "1=3", testserver.trainyard.io/steps: "1"}}
+spec:
+  runtimeRef: {name: strict, kind: TrainingRuntime}
+---
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata: {name: tjsusp, annotations: {testserver.trainyard.io/run-forever: "true"}}
+spec:
+  runtimeRef: {name: strict, kind: TrainingRuntime}
+EOF
+check "create a TrainingRuntime and two TrainJobs" "${K[@]}" create -f "$TMP/tj2.yaml"
+eventually "a failing rank fails the TrainJob (FailedJobs)" 8 bash -c \
+    "${K[*]} get trainjob tjfail -o jsonpath='{.status.conditions[-1].type}/{.status.conditions[-1].reason}/{.status.jobsStatus[0].failed}' | grep -qx Failed/FailedJobs/1"
+eventually "the TrainJob's pods run" 5 \
+    bash -c "[ \$(${K[*]} get pods -l jobset.sigs.k8s.io/jobset-name=tjsusp --field-selector status.phase=Running -o name | wc -l) = 2 ]"
+check "suspend the TrainJob" "${K[@]}" patch trainjob tjsusp --type=merge -p '{"spec":{"suspend":true}}'
+eventually "suspending deletes its pods" 5 bash -c "[ -z \"\$(${K[*]} get pods -l jobset.sigs.k8s.io/jobset-name=tjsusp -o name)\" ]"
+out=$("${K[@]}" get trainjob tjsusp -o jsonpath='{.status.conditions[0].type}={.status.conditions[0].status}/{.status.conditions[0].reason}')
+[ "$out" = "Suspended=True/Suspended" ] && ok "TrainJob condition Suspended" || fail "TrainJob suspended" "$out"
+check "resume it" "${K[@]}" patch trainjob tjsusp --type=merge -p '{"spec":{"suspend":false}}'
+eventually "resuming recreates its pods" 5 \
+    bash -c "[ \$(${K[*]} get pods -l jobset.sigs.k8s.io/jobset-name=tjsusp -o name | wc -l) = 2 ]"
+out=$("${K[@]}" get trainjob tjsusp -o jsonpath='{.status.conditions[0].status}/{.status.conditions[0].reason}')
+[ "$out" = "False/Resumed" ] && ok "TrainJob condition Resumed" || fail "TrainJob resumed" "$out"
+out=$("${K[@]}" patch trainjob tjsusp --type=merge -p '{"spec":{"trainer":{"image":"other:1"}}}' 2>&1)
+contains "spec.trainer is immutable (422 Invalid)" 'The TrainJob "tjsusp" is invalid: spec.trainer: Invalid value: "object": field is immutable' "$out"
+
 # pagination and 410
 out=$("${K[@]}" get pods --chunk-size=2 -o name 2>&1)
 [ "$(wc -l <<<"$out")" = "$("${K[@]}" get pods -o name | wc -l)" ] && ok "get --chunk-size pages through all pods" || fail "chunked list" "$out"

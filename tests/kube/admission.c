@@ -119,6 +119,12 @@ static int check_pytorchjob(const json_t *job, struct err *err)
     return rc;
 }
 
+/* json_equal() that holds for two absent values too. */
+static bool same(const json_t *a, const json_t *b)
+{
+    return a == b || (a && b && json_equal(a, b));
+}
+
 /* The TrainJob CRD's CEL and schema rules: 422 Invalid with causes. */
 static int check_trainjob(const json_t *job, const json_t *old, struct err *err)
 {
@@ -137,9 +143,9 @@ static int check_trainjob(const json_t *job, const json_t *old, struct err *err)
                   "Invalid value: %lld: should be greater than or "
                   "equal to 0",
                   (long long)json_integer_value(nodes));
-    if (old && !json_equal(kpath(job, "spec.trainer"), kpath(old, "spec.trainer")))
+    if (old && !same(kpath(job, "spec.trainer"), kpath(old, "spec.trainer")))
         err_field(err, "spec.trainer", "Invalid value: \"object\": field is immutable");
-    if (old && !json_equal(kpath(job, "spec.runtimeRef"), kpath(old, "spec.runtimeRef")))
+    if (old && !same(kpath(job, "spec.runtimeRef"), kpath(old, "spec.runtimeRef")))
         err_field(err, "spec.runtimeRef", "Invalid value: \"object\": runtimeRef is immutable");
     return err_is_set(err) ? -1 : 0;
 }
