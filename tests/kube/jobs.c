@@ -144,9 +144,15 @@ json_t **jobs_pods(struct world *w, json_t **index, const char *ns, const char *
     return out;
 }
 
+bool jobs_may_create(struct world *w)
+{
+    return w->create_budget > 0;
+}
+
 void jobs_create_pod(struct world *w, const json_t *job, json_t *pod,
                      const struct event_source *src)
 {
+    w->create_budget--;
     char name[300];
     snprintf(name, sizeof(name), "%s", kstr(json_object_get(pod, "metadata"), "name"));
     struct err err;

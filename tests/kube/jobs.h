@@ -42,6 +42,9 @@ json_t **jobs_pods(struct world *w, json_t **index, const char *ns, const char *
                    const char *value, const char *owner_uid, size_t *n);
 /* True when obj has an ownerReference to uid. */
 bool jobs_owned(const json_t *obj, const char *uid);
+/* False when the controllers have created as many pods as a tick allows (they go on next
+ * tick). */
+bool jobs_may_create(struct world *w);
 /* Stores pod (steals it) and records SuccessfulCreatePod on the job. */
 void jobs_create_pod(struct world *w, const json_t *job, json_t *pod,
                      const struct event_source *src);

@@ -174,31 +174,27 @@ static json_t **own_pods(struct world *w, const json_t *job, size_t *n)
     return out;
 }
 
-static const json_t *pod_named(json_t **pods, size_t n, const char *name)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!strcmp(kstr(json_object_get(pods[i], "metadata"), "name"), name))
-            return pods[i];
-    return NULL;
-}
-
 /* One replica's pods: create the missing, handle the failed, count the rest. */
 static void sync_replica(struct world *w, const json_t *job, const char *rtype, const json_t *spec,
-                         json_t **pods, size_t n, struct counts *rc, json_t *rstatus)
+                         struct counts *rc, json_t *rstatus)
 {
-    const char *name = kstr(json_object_get(job, "metadata"), "name");
+    const json_t *m = json_object_get(job, "metadata");
+    const char *name = kstr(m, "name"), *ns = kstr(m, "namespace"), *uid = kstr(m, "uid");
     const char *policy = restart_policy(spec);
     char lrt[16], pname[300];
     lower(rtype, lrt, sizeof(lrt));
     memset(rc, 0, sizeof(*rc));
     for (int i = 0; i < replicas(spec); i++) {
         snprintf(pname, sizeof(pname), "%s-%s-%d", name, lrt, i);
-        const json_t *pod = pod_named(pods, n, pname);
+        const json_t *pod = store_get(w->store, resource_lookup("", "v1", "pods"), ns, pname);
+        if (pod && !jobs_owned(pod, uid))
+            pod = NULL; /* someone else's: creating ours will fail with AlreadyExists */
+        if (!pod && !jobs_may_create(w))
+            continue;
         if (!pod) {
             json_t *p = new_pod(job, rtype, spec, i);
             jobs_create_pod(w, job, p, &src);
-            if ((pod = store_get(w->store, resource_lookup("", "v1", "pods"),
-                                 kstr(json_object_get(job, "metadata"), "namespace"), pname)))
+            if ((pod = store_get(w->store, resource_lookup("", "v1", "pods"), ns, pname)))
                 ensure_service(w, job, pod);
             rc->active++;
             continue;
@@ -212,9 +208,8 @@ static void sync_replica(struct world *w, const json_t *job, const char *rtype, 
             rc->succeeded++;
         } else if (!strcmp(phase, "Failed")) {
             int code = jobs_exit_code(pod, "pytorch");
-            const json_t *m = json_object_get(pod, "metadata");
             events_emit(w, job, &src, "Normal", "ExitedWithCode", NULL,
-                        "Pod: %s.%s exited with code %d", kstr(m, "namespace"), pname, code);
+                        "Pod: %s.%s exited with code %d", ns, pname, code);
             bool retry = !strcmp(policy, "ExitCode") ? code >= 128 : strcmp(policy, "Never") != 0;
             if (retry) {
                 jobs_delete_pod(w, job, pod, &src);
@@ -387,9 +382,9 @@ void pytorchjob_reconcile(struct world *w, const json_t *job, json_t **index)
         struct counts mc = { 0 }, wc = { 0 };
         json_t *rstatus = json_object();
         if (mspec)
-            sync_replica(w, job, "Master", mspec, pods, n, &mc, rstatus);
+            sync_replica(w, job, "Master", mspec, &mc, rstatus);
         if (wspec)
-            sync_replica(w, job, "Worker", wspec, pods, n, &wc, rstatus);
+            sync_replica(w, job, "Worker", wspec, &wc, rstatus);
         json_object_set_new(status, "replicaStatuses", rstatus);
         if (past_limits(job, status, mc.restarts + wc.restarts, msg, sizeof(msg)))
             finish(w, job, status, "Failed", "PyTorchJobFailed", msg);

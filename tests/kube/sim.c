@@ -19,7 +19,8 @@
 #include "tests/kube/store.h"
 #include "tests/kube/world.h"
 
-#define TICK_MS 20
+#define TICK_MS       20
+#define CREATE_BUDGET 500 /* pods created per tick at most */
 
 struct sim {
     struct kubelet *kubelet;
@@ -138,6 +139,7 @@ void sim_tick(struct world *w)
     if (before != s->reconciled_rv || now - s->reconciled_mono >= NS_PER_SEC) {
         bool all = now - s->reconciled_mono >= NS_PER_SEC;
         json_t *dirty = all ? NULL : changed_jobs(w, s->reconciled_rv);
+        w->create_budget = CREATE_BUDGET;
         reconcile(w, "kubeflow.org", "v1", "pytorchjobs", pytorchjob_reconcile, dirty);
         reconcile(w, "trainer.kubeflow.org", "v1alpha1", "trainjobs", trainjob_reconcile, dirty);
         json_decref(dirty);
@@ -145,6 +147,8 @@ void sim_tick(struct world *w)
         s->reconciled_rv = before; /* what we wrote ourselves is looked at next tick */
         if (all)
             s->reconciled_mono = now;
+        if (w->create_budget <= 0) /* some jobs still lack pods: look at all of them next tick */
+            s->reconciled_mono = 0;
     }
     kubelet_tick(w, s->kubelet);
     /* wake watches and log followers only when there is something new for them */

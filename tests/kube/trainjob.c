@@ -178,7 +178,9 @@ static void sync_pods(struct world *w, const json_t *job, const json_t *tmpl, in
     for (int idx = 0; idx < nnodes; idx++) {
         const json_t *pod = pod_at(pods, n, idx);
         const char *phase = pod ? kstr(kpath(pod, "status"), "phase") : "";
-        if (!pod || !strcmp(phase, "Failed")) {
+        if ((!pod || !strcmp(phase, "Failed")) && !jobs_may_create(w)) {
+            t->active++;
+        } else if (!pod || !strcmp(phase, "Failed")) {
             jobs_create_pod(w, job, new_pod(job, tmpl, idx, nnodes), &src);
             t->active++;
         } else if (!strcmp(phase, "Succeeded")) {

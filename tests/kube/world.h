@@ -49,6 +49,8 @@ struct world {
     int64_t requests;     /* served requests, for the control API's /_test/state */
     int64_t watches_open;
     json_t *event_index; /* (uid/reason/message) -> event name, for aggregation */
+    int create_budget;   /* pods the controllers may still create this tick, like the client
+                          * rate limit of a real operator; keeps a tick short under a burst */
 };
 
 /* Caller storage; world_release() frees the store, logs and simulation it owns. */
