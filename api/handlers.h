@@ -30,6 +30,11 @@ void jobs_logs(struct request *req, struct response *res);
 void jobs_logs_search(struct request *req, struct response *res);
 void jobs_logs_download(struct request *req, struct response *res);
 
+/* api/rendezvous.c */
+void rendezvous_set(struct request *req, struct response *res);
+void rendezvous_get(struct request *req, struct response *res);
+void rendezvous_barrier(struct request *req, struct response *res);
+
 /* api/health.c */
 void jobs_diagnosis(struct request *req, struct response *res);
 void jobs_metrics(struct request *req, struct response *res);

@@ -23,6 +23,8 @@
 struct submission {
     struct request *req;
     struct response *res;
+    int rc;
+    struct err err;
     json_t *spec;
     char *spec_text;
     char id[JOB_ID_LEN + 1];
@@ -35,6 +37,7 @@ struct submission {
 
 static void submission_free(struct submission *s)
 {
+    err_release(&s->err);
     json_decref(s->spec);
     free(s->spec_text);
     free(s->idem_key);
@@ -63,12 +66,20 @@ static json_t *full_job_json(struct api *api, const struct job *j, const struct 
 /* The response for a new job, built from what was just committed (no read back). */
 static json_t *new_job_json(struct submission *s)
 {
-    struct job j = { .pk = s->out.pk, .id = s->id, .name = (char *)s->jn.name,
-                     .executor = (char *)s->jn.executor, .state = JOB_QUEUED,
-                     .reason = s->jn.hold ? "Suspended" : "Submitted", .message = "",
-                     .priority = s->jn.priority, .queue = (char *)s->jn.queue,
-                     .nranks = s->jn.nranks, .spec = s->spec_text, .owner = (char *)s->jn.owner,
-                     .desired = s->jn.hold ? "hold" : "run", .created_at = s->jn.now,
+    struct job j = { .pk = s->out.pk,
+                     .id = s->id,
+                     .name = (char *)s->jn.name,
+                     .executor = (char *)s->jn.executor,
+                     .state = JOB_QUEUED,
+                     .reason = s->jn.hold ? "Suspended" : "Submitted",
+                     .message = "",
+                     .priority = s->jn.priority,
+                     .queue = (char *)s->jn.queue,
+                     .nranks = s->jn.nranks,
+                     .spec = s->spec_text,
+                     .owner = (char *)s->jn.owner,
+                     .desired = s->jn.hold ? "hold" : "run",
+                     .created_at = s->jn.now,
                      .updated_at = s->jn.now };
     struct rank *ranks = xcalloc((size_t)s->jn.nranks, sizeof(*ranks));
     for (int r = 0; r < s->jn.nranks; r++) {
@@ -76,7 +87,7 @@ static json_t *new_job_json(struct submission *s)
         ranks[r].state = RANK_PENDING;
         ranks[r].exit_code = -1;
     }
-    json_t *o = job_json(&j, ranks, (size_t)s->jn.nranks);
+    json_t *o = job_json_spec(&j, s->spec, ranks, (size_t)s->jn.nranks);
     job_json_progress(o, NULL, false);
     free(ranks);
     return o;
@@ -98,14 +109,24 @@ static void respond_job(struct request *req, struct response *res, int status, c
     err_release(&err);
 }
 
-/* Runs on the store writer thread after COMMIT (or rollback). */
+/* Runs on the store writer thread after COMMIT (or rollback): record, wake, hand back. */
 static void inserted(void *ctx, int rc, struct err *err)
 {
     struct submission *s = ctx;
-    struct request *req = s->req;
-    struct response *res = s->res;
-    if (rc < 0) {
-        problem_respond(req, res, err);
+    s->rc = rc;
+    if (rc < 0 && err)
+        err_move(&s->err, err);
+    else if (!s->out.replayed)
+        notify_changed(s->req->api, s->out.pk);
+    request_complete(s->req);
+}
+
+/* Runs on an HTTP thread once the commit is done: the response body. */
+static void finish_insert(struct request *req, struct response *res)
+{
+    struct submission *s = res->deferred_ctx;
+    if (s->rc < 0) {
+        problem_respond(req, res, &s->err);
     } else if (s->out.replayed) {
         respond_job(req, res, 200, s->out.replayed_id);
     } else {
@@ -114,10 +135,9 @@ static void inserted(void *ctx, int rc, struct err *err)
         char location[64];
         snprintf(location, sizeof(location), "/v1/jobs/%s", s->id);
         response_header(res, "Location", location);
-        notify_changed(req->api, s->out.pk);
     }
+    res->deferred_ctx = NULL;
     submission_free(s);
-    request_complete(req);
 }
 
 static void start_insert(struct request *req, struct response *res)
@@ -137,8 +157,7 @@ static const char *idempotency_key(struct request *req, struct response *res, bo
     for (size_t i = 0; ok && i < n; i++)
         ok = key[i] > 0x20 && key[i] < 0x7f;
     if (!ok) {
-        problem(req, res, ERR_INVALID,
-                "Idempotency-Key must be 1 to 255 visible ASCII characters");
+        problem(req, res, ERR_INVALID, "Idempotency-Key must be 1 to 255 visible ASCII characters");
         *bad = true;
         return NULL;
     }
@@ -166,12 +185,21 @@ static struct submission *submission_new(struct request *req, json_t *spec, cons
         s->labels[i].key = k;
         s->labels[i++].value = json_string_value(val);
     }
-    s->jn = (struct job_new){ .id = s->id, .name = v.name, .executor = v.executor,
-                              .spec = s->spec_text, .nranks = v.nranks, .priority = v.priority,
-                              .queue = v.queue, .owner = req->who.name, .hold = v.suspend,
-                              .labels = s->labels, .nlabels = nlabels,
-                              .idempotency_key = s->idem_key, .body_hash = s->hash,
-                              .request_id = req->request_id, .now = clock_now_ns() };
+    s->jn = (struct job_new){ .id = s->id,
+                              .name = v.name,
+                              .executor = v.executor,
+                              .spec = s->spec_text,
+                              .nranks = v.nranks,
+                              .priority = v.priority,
+                              .queue = v.queue,
+                              .owner = req->who.name,
+                              .hold = v.suspend,
+                              .labels = s->labels,
+                              .nlabels = nlabels,
+                              .idempotency_key = s->idem_key,
+                              .body_hash = s->hash,
+                              .request_id = req->request_id,
+                              .now = clock_now_ns() };
     return s;
 }
 
@@ -236,6 +264,7 @@ void jobs_create(struct request *req, struct response *res)
     struct submission *s = submission_new(req, spec, key);
     s->res = res;
     res->deferred = start_insert;
+    res->finish = finish_insert;
     res->deferred_ctx = s;
 }
 
@@ -352,8 +381,9 @@ static bool may_change(struct request *req, struct response *res, const struct j
 {
     if (req->who.scope == SCOPE_ADMIN || strcmp(j->owner, req->who.name) == 0)
         return true;
-    problem(req, res, ERR_FORBIDDEN, "only the token that submitted a job (or an admin) may "
-                                     "change it");
+    problem(req, res, ERR_FORBIDDEN,
+            "only the token that submitted a job (or an admin) may "
+            "change it");
     return false;
 }
 
@@ -361,8 +391,9 @@ static void audit(struct request *req, const char *action, const char *id)
 {
     char target[64];
     snprintf(target, sizeof(target), "job/%s", id);
-    struct audit_entry e = { .actor = req->who.name, .action = action, .target = target,
-                             .request_id = req->request_id };
+    struct audit_entry e = {
+        .actor = req->who.name, .action = action, .target = target, .request_id = req->request_id
+    };
     struct err err;
     err_init(&err);
     store_audit_add(req->api->store, &e, &err);
@@ -374,8 +405,12 @@ static int cancel_once(struct request *req, const struct job *j, struct err *err
 {
     char msg[192];
     snprintf(msg, sizeof(msg), "cancelled by %s", req->who.name);
-    struct job_update u = { .pk = j->pk, .only_if_state = true, .if_state = j->state,
-                            .set_state = true, .reason = "Cancelled", .message = msg };
+    struct job_update u = { .pk = j->pk,
+                            .only_if_state = true,
+                            .if_state = j->state,
+                            .set_state = true,
+                            .reason = "Cancelled",
+                            .message = msg };
     if (jobstate_terminal(j->state))
         return err_set(err, ERR_CONFLICT, "the job already ended (%s)", jobstate_name(j->state));
     if (j->state == JOB_CANCELLING)
@@ -435,10 +470,15 @@ void jobs_resume(struct request *req, struct response *res)
         problem(req, res, ERR_CONFLICT, "only a suspended, queued job can be resumed");
         goto out;
     }
-    struct job_event e = { .type = "resumed", .reason = "Resumed", .message = req->who.name,
-                           .rank = -1 };
-    struct job_update u = { .pk = j->pk, .only_if_state = true, .if_state = JOB_QUEUED,
-                            .desired = "run", .events = &e, .nevents = 1 };
+    struct job_event e = {
+        .type = "resumed", .reason = "Resumed", .message = req->who.name, .rank = -1
+    };
+    struct job_update u = { .pk = j->pk,
+                            .only_if_state = true,
+                            .if_state = JOB_QUEUED,
+                            .desired = "run",
+                            .events = &e,
+                            .nevents = 1 };
     if (store_job_update(req->api->store, &u, &err) < 0) {
         problem_respond(req, res, &err);
         goto out;

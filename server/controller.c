@@ -243,10 +243,17 @@ void controller_start_attempt(struct controller *c, struct executor *ex, const s
     struct rank_change reset = { .rank = -1,
                                  .fields = RC_STATE | RC_PID | RC_EXIT | RC_RESTARTS | RC_REASON |
                                            RC_STARTED | RC_FINISHED,
-                                 .state = RANK_PENDING, .exit_code = -1, .restarts = attempt };
-    struct job_update u = { .pk = j->pk, .set_state = true, .state = JOB_STARTING,
-                            .reason = attempt ? "Restarting" : "Starting", .message = msg,
-                            .set_attempt = true, .attempt = attempt, .ranks = &reset,
+                                 .state = RANK_PENDING,
+                                 .exit_code = -1,
+                                 .restarts = attempt };
+    struct job_update u = { .pk = j->pk,
+                            .set_state = true,
+                            .state = JOB_STARTING,
+                            .reason = attempt ? "Restarting" : "Starting",
+                            .message = msg,
+                            .set_attempt = true,
+                            .attempt = attempt,
+                            .ranks = &reset,
                             .nranks = 1 };
     if (controller_commit(c, &u) < 0)
         return;
@@ -266,8 +273,11 @@ void controller_start_attempt(struct controller *c, struct executor *ex, const s
         return;
     }
     log_warn("controller: job %s did not start: %s", j->id, err.msg);
-    struct job_update fail = { .pk = j->pk, .set_state = true, .state = JOB_FAILED,
-                               .reason = "StartFailed", .message = err.msg };
+    struct job_update fail = { .pk = j->pk,
+                               .set_state = true,
+                               .state = JOB_FAILED,
+                               .reason = "StartFailed",
+                               .message = err.msg };
     if (controller_commit(c, &fail) == 0 && c->opts.health)
         health_forget(c->opts.health, j->pk);
     controller_stop_job(c, ex, j);
@@ -278,8 +288,13 @@ void controller_finish(struct controller *c, const struct job *j, enum job_state
                        const char *reason, const char *message, const char *ff,
                        const struct job_event *events, size_t nevents)
 {
-    struct job_update u = { .pk = j->pk, .set_state = true, .state = state, .reason = reason,
-                            .message = message, .first_failure = ff, .events = events,
+    struct job_update u = { .pk = j->pk,
+                            .set_state = true,
+                            .state = state,
+                            .reason = reason,
+                            .message = message,
+                            .first_failure = ff,
+                            .events = events,
                             .nevents = nevents };
     if (controller_commit(c, &u) == 0) {
         store_tokens_revoke_job(c->st, j->pk, clock_now_ns(), NULL);
@@ -295,10 +310,17 @@ static void feed_ending(struct controller *c, const struct rank_report *r, enum 
 {
     if (!c->opts.health || (r->reason && strcmp(r->reason, "PreflightFailed") == 0))
         return; /* a failed preflight is already an event of the diagnosis */
-    struct ending e = { .rank = r->rank, .node = r->node, .pod = r->pod, .time_ns = r->time,
-                        .exited = r->exit_code >= 0, .exit_code = r->exit_code,
-                        .signal = r->signal, .reason = r->reason, .message = r->message,
-                        .stopped = state == RANK_STOPPED, .lost = r->state == RANK_LOST };
+    struct ending e = { .rank = r->rank,
+                        .node = r->node,
+                        .pod = r->pod,
+                        .time_ns = r->time,
+                        .exited = r->exit_code >= 0,
+                        .exit_code = r->exit_code,
+                        .signal = r->signal,
+                        .reason = r->reason,
+                        .message = r->message,
+                        .stopped = state == RANK_STOPPED,
+                        .lost = r->state == RANK_LOST };
     health_rank_ended(c->opts.health, r->job_pk, r->attempt, &e);
 }
 
@@ -317,11 +339,15 @@ static void rank_ended(struct controller *c, struct executor *ex, const struct j
     struct rank_change rc = { .rank = r->rank,
                               .fields = known ? RC_EXIT | RC_FINISHED
                                               : RC_STATE | RC_EXIT | RC_FINISHED | RC_REASON,
-                              .state = state, .exit_code = r->exit_code, .signal = r->signal,
-                              .reason = r->reason, .message = r->message,
+                              .state = state,
+                              .exit_code = r->exit_code,
+                              .signal = r->signal,
+                              .reason = r->reason,
+                              .message = r->message,
                               .finished_at = r->time };
-    struct job_event e = { .type = "rank_exited", .reason = r->reason, .message = msg,
-                           .rank = r->rank, .time = r->time };
+    struct job_event e = {
+        .type = "rank_exited", .reason = r->reason, .message = msg, .rank = r->rank, .time = r->time
+    };
     struct job_update u = { .pk = j->pk, .ranks = &rc, .nranks = 1, .events = &e, .nevents = 1 };
     if (!known)
         feed_ending(c, r, state);
@@ -342,10 +368,14 @@ static void rank_running(struct controller *c, const struct job *j, const struct
 {
     struct rank_change rc = { .rank = r->rank,
                               .fields = RC_STATE | RC_PID | RC_NODE | RC_POD | RC_STARTED,
-                              .state = RANK_RUNNING, .pid = r->pid, .node = r->node,
-                              .pod = r->pod, .started_at = r->time };
-    struct job_event e = { .type = "rank_started", .reason = "Started", .rank = r->rank,
-                           .time = r->time };
+                              .state = RANK_RUNNING,
+                              .pid = r->pid,
+                              .node = r->node,
+                              .pod = r->pod,
+                              .started_at = r->time };
+    struct job_event e = {
+        .type = "rank_started", .reason = "Started", .rank = r->rank, .time = r->time
+    };
     struct job_update u = { .pk = j->pk, .ranks = &rc, .nranks = 1, .events = &e, .nevents = 1 };
     if (c->opts.health)
         health_rank_placed(c->opts.health, j->pk, r->attempt, r->rank, r->node, r->pod);
@@ -360,9 +390,13 @@ static void rank_running(struct controller *c, const struct job *j, const struct
         running += ranks[i].state == RANK_RUNNING || ranks[i].state == RANK_SUCCEEDED;
     ranks_free(ranks, n);
     if (running == n) {
-        struct job_update run = { .pk = j->pk, .set_state = true, .state = JOB_RUNNING,
-                                  .only_if_state = true, .if_state = JOB_STARTING,
-                                  .reason = "Running", .message = "every rank is running" };
+        struct job_update run = { .pk = j->pk,
+                                  .set_state = true,
+                                  .state = JOB_RUNNING,
+                                  .only_if_state = true,
+                                  .if_state = JOB_STARTING,
+                                  .reason = "Running",
+                                  .message = "every rank is running" };
         controller_commit(c, &run);
     }
 }
@@ -406,8 +440,12 @@ static void handle_job(struct controller *c, const struct job_report *r)
         return;
     if (r->attempt == j->attempt) {
         feed_events(c, r);
-        struct job_update u = { .pk = j->pk, .set_state = r->set_state, .state = r->state,
-                                .reason = r->reason, .message = r->message, .events = r->events,
+        struct job_update u = { .pk = j->pk,
+                                .set_state = r->set_state,
+                                .state = r->state,
+                                .reason = r->reason,
+                                .message = r->message,
+                                .events = r->events,
                                 .nevents = r->nevents };
         if (r->set_state && r->state == JOB_RESTARTING) {
             u.set_attempt = true;
@@ -422,26 +460,15 @@ static void handle_job(struct controller *c, const struct job_report *r)
     job_free(j);
 }
 
-static int by_priority(const void *a, const void *b)
-{
-    const struct job *x = *(struct job *const *)a, *y = *(struct job *const *)b;
-    if (x->priority != y->priority)
-        return x->priority > y->priority ? -1 : 1;
-    return x->pk < y->pk ? -1 : x->pk > y->pk;
-}
-
 /* Starts queued jobs in priority order, per executor, stopping at the first that does not fit
  * so that a large job is never overtaken forever by smaller ones. */
 static void admit(struct controller *c, struct job **jobs, size_t n)
 {
-    if (n > 1)
-        qsort(jobs, n, sizeof(*jobs), by_priority);
     for (size_t e = 0; e < c->nexec; e++) {
         struct executor *ex = c->executors[e];
         for (size_t i = 0; i < n; i++) {
             struct job *j = jobs[i];
-            if (j->state != JOB_QUEUED || strcmp(j->desired, "run") != 0 ||
-                strcmp(j->executor, ex->name) != 0)
+            if (strcmp(j->executor, ex->name) != 0)
                 continue;
             json_t *spec = json_loads(j->spec, 0, NULL);
             struct spec_view v;
@@ -495,6 +522,8 @@ static void check_job(struct controller *c, struct job *j, int64_t now)
     json_decref(spec);
 }
 
+#define ADMIT_BATCH 256
+
 static void reconcile(struct controller *c)
 {
     int64_t t0 = clock_mono_ns();
@@ -502,16 +531,19 @@ static void reconcile(struct controller *c)
     size_t n = 0;
     struct err err;
     err_init(&err);
-    if (store_jobs_active(c->st, NULL, &jobs, &n, &err) < 0) {
-        log_error("controller: listing jobs: %s", err.msg);
-        err_release(&err);
-        return;
+    if (store_jobs_in_flight(c->st, &jobs, &n, &err) == 0) {
+        int64_t now = clock_now_ns();
+        for (size_t i = 0; i < n; i++)
+            check_job(c, jobs[i], now);
+        jobs_free(jobs, n);
     }
-    int64_t now = clock_now_ns();
-    for (size_t i = 0; i < n; i++)
-        check_job(c, jobs[i], now);
-    admit(c, jobs, n);
-    jobs_free(jobs, n);
+    if (err.code == ERR_NONE && store_jobs_runnable(c->st, ADMIT_BATCH, &jobs, &n, &err) == 0) {
+        admit(c, jobs, n);
+        jobs_free(jobs, n);
+    }
+    if (err_is_set(&err))
+        log_error("controller: listing jobs: %s", err.msg);
+    err_release(&err);
     if (c->opts.health)
         health_tick(c->opts.health);
     int64_t done = clock_mono_ns();
@@ -570,12 +602,12 @@ static void adopt_all(struct controller *c)
 {
     struct job **jobs = NULL;
     size_t n = 0;
-    if (store_jobs_active(c->st, NULL, &jobs, &n, NULL) < 0)
+    if (store_jobs_in_flight(c->st, &jobs, &n, NULL) < 0)
         return;
     for (size_t i = 0; i < n; i++) {
         struct job *j = jobs[i];
         struct executor *ex = executor_for(c, j->executor);
-        if (!ex || j->state == JOB_QUEUED)
+        if (!ex)
             continue;
         json_t *spec = json_loads(j->spec, 0, NULL);
         struct spec_view v;

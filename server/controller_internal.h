@@ -46,7 +46,8 @@ struct controller {
     size_t nstopping, capstopping;
     struct ending_job *ending;
     size_t nending, capending;
-    uint64_t starts, restarts, failures, preemptions, stalls;
+    /* read by /metrics on HTTP threads */
+    atomic_ullong starts, restarts, failures, preemptions, stalls;
 };
 
 struct rank_counts {

@@ -14,22 +14,45 @@
     "{\"metric\":{\"__name__\":\"" name                                                            \
     "\"," LABELS(gpu, host) "},\"value\":[1714564800.123,\"" value "\"]}"
 
-static const char answer[] = "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\","
-                             "\"result\":[" SAMPLE("DCGM_FI_DEV_GPU_UTIL",
-                                                   "0", "node-a", "99") "," SAMPLE("DCGM_FI_DEV_"
-                                                                                   "GPU_UTIL",
-                                                                                   "1", "node-a", "0") "," SAMPLE("DCGM_FI_DEV_GPU_TEMP", "0", "node-a", "71") "," SAMPLE("DCGM_FI_DEV_POWER_USAGE", "0", "node-a", "402.5") "," SAMPLE("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "0", "node-a", "4") "," SAMPLE("DCGM_FI_DEV_XID_ERRORS", "1", "node-a", "0") "," SAMPLE("DCGM_FI_DEV_GPU_UTIL",
-                                                                                                                                                                                                                                                                                                                                                                    "0",
-                                                                                                                                                                                                                                                                                                                                                                    "node-b",
-                                                                                                                                                                                                                                                                                                                                                                    "97") "," SAMPLE("DCGM_FI_DEV_XID_ERRORS",
-                                                                                                                                                                                                                                                                                                                                                                                     "0",
-                                                                                                                                                                                                                                                                                                                                                                                     "node-b", "48") "," SAMPLE("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "0", "node-b", "2") "," SAMPLE("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
-                                                                                                                                                                                                                                                                                                                                                                                                                                                                                "0", "node-b", "64") "," SAMPLE("DCGM_FI_DEV_GPU_TEMP", "0", "node-b", "NaN") "," SAMPLE("DCGM_FI_DEV_FB_USED",
-                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                         "0",
-                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                         "node-b",
-                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                         "1234") ","
-                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                 "{\"metric\":{\"__name__\":\"DCGM_FI_DEV_GPU_UTIL\",\"gpu\":\"0\"},\"value\":[1,\"5\"]}"
-                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                 "]}}";
+static const char answer[] =
+    "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\","
+    "\"result\":[" SAMPLE("DCGM_FI_DEV_GPU_UTIL", "0", "node-a", "99") "," SAMPLE(
+        "DCGM_FI_DEV_"
+        "GPU_UTIL",
+        "1", "node-a",
+        "0") "," SAMPLE("DCGM_FI_DEV_GPU_TEMP", "0", "node-a",
+                        "71") "," SAMPLE("DCGM_FI_DEV_POWER_USAGE", "0", "node-a",
+                                         "402.5") "," SAMPLE("DCGM_FI_DEV_CLOCKS_EVENT_REASONS",
+                                                             "0", "node-a",
+                                                             "4") "," SAMPLE("DCGM_FI_DEV_XID_"
+                                                                             "ERRORS",
+                                                                             "1", "node-a",
+                                                                             "0") "," SAMPLE("DCGM_"
+                                                                                             "FI_"
+                                                                                             "DEV_"
+                                                                                             "GPU_"
+                                                                                             "UTIL",
+                                                                                             "0",
+                                                                                             "node-"
+                                                                                             "b",
+                                                                                             "97") "," SAMPLE("DCGM_FI_DEV_XID_ERRORS",
+                                                                                                              "0",
+                                                                                                              "node-b",
+                                                                                                              "48") "," SAMPLE("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+                                                                                                                               "0",
+                                                                                                                               "node-b",
+                                                                                                                               "2") "," SAMPLE("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
+                                                                                                                                               "0",
+                                                                                                                                               "node-b",
+                                                                                                                                               "64") "," SAMPLE("DCGM_FI_DEV_GPU_TEMP",
+                                                                                                                                                                "0",
+                                                                                                                                                                "node-b",
+                                                                                                                                                                "NaN") "," SAMPLE("DCGM_FI_DEV_FB_USED",
+                                                                                                                                                                                  "0",
+                                                                                                                                                                                  "node-b",
+                                                                                                                                                                                  "1234") ","
+                                                                                                                                                                                          "{\"metric\":{\"__name__\":\"DCGM_FI_DEV_GPU_UTIL\",\"gpu\":\"0\"},\"value\":[1,\"5\"]}"
+                                                                                                                                                                                          "]}}";
 
 static json_t *conditions(json_t *nodes, const char *node)
 {
