@@ -340,7 +340,7 @@ static struct diag *rebuild(struct health *h, const struct job *j, int attempt, 
         diag_rank_info(r.d, ranks[i].rank, ranks[i].pod[0] ? ranks[i].pod : NULL,
                        ranks[i].node[0] ? ranks[i].node : NULL);
     struct log_query q = { .stream = -1 };
-    if (store_logs_read(h->st, j->pk, &q, replay_line, &r, NULL, &err) < 0)
+    if (!h->o.skip_logs && store_logs_read(h->st, j->pk, &q, replay_line, &r, NULL, &err) < 0)
         log_warn("health: replaying the log of job %s: %s", j->id, err.msg);
     err_release(&err);
     samples_store(h, j->pk, &r.sm);

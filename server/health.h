@@ -34,6 +34,7 @@ struct health;
 
 struct health_options {
     int64_t persist_ns; /* a changed entry is saved at most this often (default 1 s) */
+    bool skip_logs;     /* log lines are not analysed (--diagnosis=off): no replay either */
 };
 
 /* The store is borrowed and must outlive h. Caller frees with health_free(). */

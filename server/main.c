@@ -197,11 +197,13 @@ static int open_store(struct daemon *d, struct err *err)
 
 static int start_executors(struct daemon *d, struct err *err)
 {
-    d->health = health_new(d->store, NULL);
+    struct health_options hopt = { .skip_logs = !d->cfg.diagnosis };
+    d->health = health_new(d->store, &hopt);
     struct collect_options co = { .max_bytes = d->cfg.log_max_bytes,
                                   .max_age_ns = d->cfg.log_max_age_ns,
                                   .poll_ns = d->cfg.log_poll_ns,
-                                  .hooks = { .ctx = d->health, .lines = health_lines } };
+                                  .hooks = { .ctx = d->health,
+                                             .lines = d->cfg.diagnosis ? health_lines : NULL } };
     d->collect = collect_new(d->store, d->notify, &co);
     struct local_options lo = { .data_dir = d->cfg.data_dir,
                                 .slots = d->cfg.local_slots,
@@ -215,7 +217,7 @@ static int start_executors(struct daemon *d, struct err *err)
                                        .health = d->health,
                                        .stall_floor_ns = d->cfg.stall_floor_ns,
                                        .logs_pending = logs_pending,
-                                       .logs_ctx = d->collect };
+                                       .logs_ctx = d };
     d->controller = controller_new(d->store, d->executors, d->nexec, &opts, NULL);
     if (d->cfg.prometheus_url[0]) {
         struct dcgm_options dop = { .url = d->cfg.prometheus_url,
