@@ -111,9 +111,9 @@ static json_t *node_view(struct store *st, const char *name, const json_t *saved
 {
     json_t *o = json_object();
     json_t *conds = json_object_get(saved, "conditions");
-    json_object_set(o, "conditions", conds ? conds : json_array());
+    json_object_set_new(o, "conditions", conds ? json_incref(conds) : json_array());
     json_t *gpus = json_object_get(saved, "gpus");
-    json_object_set(o, "gpus", gpus ? gpus : json_array());
+    json_object_set_new(o, "gpus", gpus ? json_incref(gpus) : json_array());
     copy(o, saved, "gpus_updated");
     struct node_mark *m = store_node_mark_get(st, name, NULL);
     json_object_set_new(o, "mark", m ? mark_json(m) : json_null());
