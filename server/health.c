@@ -17,6 +17,7 @@
 #include "store/metrics.h"
 
 #define SAMPLES_PER_LINE 16
+#define SAMPLES_CHUNK    16384 /* samples stored per store call at most */
 
 static size_t bucket_of(int64_t pk)
 {
@@ -75,6 +76,8 @@ struct health *health_new(struct store *st, const struct health_options *o)
     return h;
 }
 
+static void samples_release(struct samples *sm);
+
 static void events_clear(struct entry *e)
 {
     for (size_t i = 0; i < e->nevents; i++) {
@@ -117,6 +120,7 @@ void health_free(struct health *h)
         json_decref(n->conditions);
         free(n);
     }
+    samples_release(&h->feed);
     pthread_mutex_destroy(&h->nodes_lock);
     pthread_cond_destroy(&h->qspace);
     pthread_cond_destroy(&h->qwork);
@@ -125,35 +129,44 @@ void health_free(struct health *h)
     free(h);
 }
 
-/* Samples of one batch, stored after the entry lock is released. */
-struct samples {
-    struct progress_sample *s;
-    size_t n, cap;
-};
+/* Samples found while feeding (struct samples, health_internal.h) are stored in chunks from a
+ * fixed buffer, so that feeding a large batch never allocates (and faults in) megabytes. */
+
+static void samples_init(struct samples *sm)
+{
+    sm->cap = SAMPLES_CHUNK;
+    sm->n = 0;
+    sm->s = xmalloc(sm->cap * sizeof(*sm->s));
+    sm->p = xmalloc(sm->cap * sizeof(*sm->p));
+}
+
+static void samples_release(struct samples *sm)
+{
+    free(sm->s);
+    free(sm->p);
+}
 
 static void samples_store(struct health *h, int64_t pk, struct samples *sm)
 {
     if (sm->n == 0)
         return;
-    struct metric_point *p = xcalloc(sm->n, sizeof(*p));
     for (size_t i = 0; i < sm->n; i++)
-        p[i] = (struct metric_point){ .name = sm->s[i].name,
-                                      .rank = sm->s[i].rank,
-                                      .step = sm->s[i].step,
-                                      .value = sm->s[i].value,
-                                      .time = sm->s[i].time_ns,
-                                      .seq = sm->s[i].seq };
-    store_metrics_append_async(h->st, pk, p, sm->n);
+        sm->p[i] = (struct metric_point){ .name = sm->s[i].name,
+                                          .rank = sm->s[i].rank,
+                                          .step = sm->s[i].step,
+                                          .value = sm->s[i].value,
+                                          .time = sm->s[i].time_ns,
+                                          .seq = sm->s[i].seq };
+    store_metrics_append_async(h->st, pk, sm->p, sm->n);
     atomic_fetch_add(&h->samples_stored, sm->n);
-    free(p);
+    sm->n = 0;
 }
 
-static void feed_line(struct diag *d, const struct log_line *l, struct samples *sm)
+static void feed_line(struct health *h, int64_t pk, struct diag *d, const struct log_line *l,
+                      struct samples *sm)
 {
-    if (sm->cap - sm->n < SAMPLES_PER_LINE) {
-        sm->cap = sm->cap ? sm->cap * 2 : 64;
-        sm->s = xrealloc(sm->s, sm->cap * sizeof(*sm->s));
-    }
+    if (sm->cap - sm->n < SAMPLES_PER_LINE)
+        samples_store(h, pk, sm);
     struct diag_line dl = {
         .rank = l->rank, .seq = l->seq, .time_ns = l->time, .text = l->text, .len = l->len
     };
@@ -165,20 +178,20 @@ void health_feed(struct health *h, int64_t job_pk, const struct log_line *lines,
     struct entry *e = entry_acquire(h, job_pk);
     if (!e)
         return;
-    struct samples sm = { 0 };
+    if (!h->feed.s)
+        samples_init(&h->feed); /* one feeding thread at a time: the buffer is reused */
     size_t fed = 0;
     for (size_t i = 0; i < n; i++) {
         if (lines[i].attempt != e->attempt)
             continue; /* a late line of an earlier attempt */
-        feed_line(e->d, &lines[i], &sm);
+        feed_line(h, job_pk, e->d, &lines[i], &h->feed);
         fed++;
     }
     if (fed)
         e->dirty = true;
     entry_unlock(e);
     atomic_fetch_add(&h->lines_fed, fed);
-    samples_store(h, job_pk, &sm);
-    free(sm.s);
+    samples_store(h, job_pk, &h->feed);
 }
 
 static struct diag *new_diag(int world)
@@ -295,11 +308,8 @@ static int replay_line(void *ctx, const struct log_line *l)
     struct replay *r = ctx;
     if (l->attempt != r->attempt)
         return 0;
-    feed_line(r->d, l, &r->sm);
-    if (r->sm.n > 4096) { /* samples the killed daemon may not have stored; kept once */
-        samples_store(r->h, r->pk, &r->sm);
-        r->sm.n = 0;
-    }
+    /* Samples the killed daemon may not have stored are stored again: shown once. */
+    feed_line(r->h, r->pk, r->d, l, &r->sm);
     return 0;
 }
 
@@ -331,6 +341,7 @@ static struct diag *rebuild(struct health *h, const struct job *j, int attempt, 
                             const struct hevent *ev, size_t nev)
 {
     struct replay r = { .h = h, .d = new_diag(world), .attempt = attempt, .pk = j->pk };
+    samples_init(&r.sm);
     struct rank *ranks = NULL;
     size_t n = 0;
     struct err err;
@@ -344,7 +355,7 @@ static struct diag *rebuild(struct health *h, const struct job *j, int attempt, 
         log_warn("health: replaying the log of job %s: %s", j->id, err.msg);
     err_release(&err);
     samples_store(h, j->pk, &r.sm);
-    free(r.sm.s);
+    samples_release(&r.sm);
     replay_endings(r.d, ranks, n);
     ranks_free(ranks, n);
     for (size_t i = 0; i < nev; i++) {

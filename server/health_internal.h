@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 
 #include "server/health.h"
+#include "store/metrics.h"
 
 #define HEALTH_BUCKETS 256
 
@@ -85,6 +86,12 @@ struct health {
     bool qstop, feeding;
     pthread_t feeder;
     atomic_ullong queue_waits;
+    /* The samples buffer of the thread feeding (one at a time); health.c. */
+    struct samples {
+        struct progress_sample *s;
+        size_t n, cap;
+        struct metric_point *p;
+    } feed;
 };
 
 /* Feeds one batch of a job's stored lines to its diagnosis and stores the samples (any thread

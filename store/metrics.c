@@ -1,9 +1,10 @@
 /*
  * store/metrics: metric series and their points (see metrics.h). An append stores, per series,
- * one block row holding that append's points packed as fixed 32-byte little-endian records
- * (time, seq, step, value as IEEE-754 bits; NaN and infinities kept), sorted by (time, seq):
- * a flush of the collector with thousands of samples costs a few row inserts, not one per
- * sample. Reads decode the blocks overlapping the range; a short range is returned point by
+ * one block row holding that append's points sorted by (time, seq) and packed: a version byte,
+ * then per point the zigzag varint deltas of time, seq and step from the previous point and
+ * the value's 8 IEEE-754 bytes, little-endian (NaN and infinities kept); about 12 bytes a
+ * point. A flush of the collector with thousands of samples costs a few row inserts, not one
+ * per sample. Reads decode the blocks overlapping the range; a short range is returned point by
  * point (sorted, the same point stored twice kept once), a long one is folded into buckets as
  * the blocks stream by.
  */
@@ -15,7 +16,8 @@
 #include "server/core/xalloc.h"
 #include "store/internal.h"
 
-#define RECORD 32
+#define BLOCK_V1  1
+#define POINT_MAX 38 /* three 10-byte varints and a double */
 
 enum {
     M_SERIES_ADD,
@@ -62,7 +64,9 @@ struct group {
     bool log;
     unsigned char *data;
     size_t n;
+    size_t len; /* bytes of data */
     int64_t first, last, last_seq;
+    bool unsorted;
 };
 
 struct batch {
@@ -103,23 +107,65 @@ static uint64_t get64(const unsigned char *b)
     return v;
 }
 
-static void encode(unsigned char *b, const struct mpoint *p)
+static size_t put_varint(unsigned char *b, uint64_t v)
+{
+    size_t n = 0;
+    while (v >= 0x80) {
+        b[n++] = (unsigned char)(v | 0x80);
+        v >>= 7;
+    }
+    b[n++] = (unsigned char)v;
+    return n;
+}
+
+static bool get_varint(const unsigned char *b, size_t len, size_t *off, uint64_t *v)
+{
+    *v = 0;
+    for (int shift = 0; *off < len && shift < 64; shift += 7) {
+        unsigned char c = b[(*off)++];
+        *v |= (uint64_t)(c & 0x7f) << shift;
+        if (!(c & 0x80))
+            return true;
+    }
+    return false;
+}
+
+static uint64_t zig(int64_t v)
+{
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static int64_t unzig(uint64_t v)
+{
+    return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+/* Appends p after prev (the previous point, zeros for the first). */
+static size_t encode(unsigned char *b, const struct mpoint *p, const struct mpoint *prev)
 {
     uint64_t bits;
     memcpy(&bits, &p->value, sizeof(bits));
-    put64(b, (uint64_t)p->time);
-    put64(b + 8, (uint64_t)p->seq);
-    put64(b + 16, (uint64_t)p->step);
-    put64(b + 24, bits);
+    size_t n = put_varint(b, zig(p->time - prev->time));
+    n += put_varint(b + n, zig(p->seq - prev->seq));
+    n += put_varint(b + n, zig(p->step - prev->step));
+    put64(b + n, bits);
+    return n + 8;
 }
 
-static void decode(const unsigned char *b, struct mpoint *p)
+/* Reads the point after prev at *off; false at the end or on damage. */
+static bool decode(const unsigned char *b, size_t len, size_t *off, struct mpoint *p)
 {
-    uint64_t bits = get64(b + 24);
-    p->time = (int64_t)get64(b);
-    p->seq = (int64_t)get64(b + 8);
-    p->step = (int64_t)get64(b + 16);
+    uint64_t dt, ds, dstep;
+    if (!get_varint(b, len, off, &dt) || !get_varint(b, len, off, &ds) ||
+        !get_varint(b, len, off, &dstep) || *off + 8 > len)
+        return false;
+    uint64_t bits = get64(b + *off);
+    *off += 8;
+    p->time += unzig(dt);
+    p->seq += unzig(ds);
+    p->step += unzig(dstep);
     memcpy(&p->value, &bits, sizeof(bits));
+    return true;
 }
 
 static void batch_free(struct batch *b)
@@ -140,81 +186,135 @@ static uint64_t name_hash(const char *s, size_t n, int rank, bool log)
     return h;
 }
 
-/* The group of p in b (appended when new); open addressing over `slots` (index + 1). */
-static struct group *group_of(struct batch *b, size_t *slots, size_t cap,
-                              const struct metric_point *p, size_t len, size_t *counts)
+/* A small open-addressed index of a batch's groups (a batch has a few dozen series). */
+struct gindex {
+    size_t *slot; /* group index + 1, 0: empty */
+    uint64_t *hash;
+    size_t cap;
+};
+
+static size_t gindex_find(const struct gindex *x, const struct batch *b, uint64_t h,
+                          const struct metric_point *p, size_t len, bool log)
 {
-    bool log = p->seq > 0;
-    uint64_t h = name_hash(p->name, len, p->rank, log);
-    for (size_t i = h & (cap - 1);; i = (i + 1) & (cap - 1)) {
-        if (!slots[i]) {
-            struct group *g = &b->g[b->n];
-            memcpy(g->name, p->name, len);
-            g->rank = p->rank;
-            g->log = log;
-            slots[i] = ++b->n;
-            counts[b->n - 1] = 1;
-            return g;
-        }
-        struct group *g = &b->g[slots[i] - 1];
-        if (g->rank == p->rank && g->log == log && strncmp(g->name, p->name, len) == 0 &&
-            g->name[len] == '\0') {
-            counts[slots[i] - 1]++;
-            return g;
-        }
+    for (size_t i = h & (x->cap - 1);; i = (i + 1) & (x->cap - 1)) {
+        if (!x->slot[i])
+            return i;
+        const struct group *g = &b->g[x->slot[i] - 1];
+        if (x->hash[i] == h && g->rank == p->rank && g->log == log &&
+            memcmp(g->name, p->name, len) == 0 && g->name[len] == '\0')
+            return i;
     }
 }
 
-static int by_time_seq(const void *a, const void *b)
+static void gindex_grow(struct gindex *x)
 {
-    const unsigned char *x = a, *y = b;
-    int64_t tx = (int64_t)get64(x), ty = (int64_t)get64(y);
-    if (tx != ty)
-        return tx < ty ? -1 : 1;
-    int64_t sx = (int64_t)get64(x + 8), sy = (int64_t)get64(y + 8);
-    return (sx > sy) - (sx < sy);
+    struct gindex old = *x;
+    x->cap = old.cap ? old.cap * 2 : 64;
+    x->slot = xcalloc(x->cap, sizeof(*x->slot));
+    x->hash = xcalloc(x->cap, sizeof(*x->hash));
+    for (size_t i = 0; i < old.cap; i++) {
+        if (!old.slot[i])
+            continue;
+        size_t k = old.hash[i] & (x->cap - 1);
+        while (x->slot[k])
+            k = (k + 1) & (x->cap - 1);
+        x->slot[k] = old.slot[i];
+        x->hash[k] = old.hash[i];
+    }
+    free(old.slot);
+    free(old.hash);
 }
 
-/* Groups the points by series (a hash of name, rank and source), encodes each group's points
- * in arrival order, and sorts a group only when its points did not arrive in time order. */
+/* The index of p's group in b, appended when new; counts[] its points. */
+static size_t group_of(struct batch *b, struct gindex *x, const struct metric_point *p,
+                       size_t **counts, size_t *capg)
+{
+    const char *name = p->name ? p->name : "";
+    size_t len = strnlen(name, METRIC_NAME_MAX - 1);
+    bool log = p->seq > 0;
+    struct metric_point q = *p;
+    q.name = name;
+    uint64_t h = name_hash(name, len, p->rank, log);
+    size_t i = gindex_find(x, b, h, &q, len, log);
+    if (x->slot[i]) {
+        (*counts)[x->slot[i] - 1]++;
+        return x->slot[i] - 1;
+    }
+    if (2 * (b->n + 1) > x->cap) {
+        gindex_grow(x);
+        i = gindex_find(x, b, h, &q, len, log);
+    }
+    if (b->n == *capg) {
+        *capg *= 2;
+        b->g = xrealloc(b->g, *capg * sizeof(*b->g));
+        *counts = xrealloc(*counts, *capg * sizeof(**counts));
+    }
+    struct group *g = &b->g[b->n];
+    memset(g, 0, sizeof(*g));
+    memcpy(g->name, name, len);
+    g->rank = p->rank;
+    g->log = log;
+    (*counts)[b->n] = 1;
+    x->slot[i] = ++b->n;
+    x->hash[i] = h;
+    return b->n - 1;
+}
+
+static int by_time(const void *a, const void *b)
+{
+    const struct mpoint *x = a, *y = b;
+    if (x->time != y->time)
+        return x->time < y->time ? -1 : 1;
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/* Groups the points by series (name, rank and source), encodes each group's points in arrival
+ * order, and sorts a group only when its points did not arrive in time order. */
 static struct batch *batch_new(int64_t pk, const struct metric_point *p, size_t n)
 {
     struct batch *b = XNEW(struct batch);
     b->pk = pk;
-    b->g = xcalloc(n ? n : 1, sizeof(*b->g));
-    size_t cap = 64;
-    while (cap < 2 * n)
-        cap *= 2;
-    size_t *slots = xcalloc(cap, sizeof(*slots)), *count = xcalloc(n ? n : 1, sizeof(*count));
-    size_t *gi = xmalloc((n ? n : 1) * sizeof(*gi));
-    for (size_t i = 0; i < n; i++) {
-        const char *name = p[i].name ? p[i].name : "";
-        struct metric_point q = p[i];
-        q.name = name;
-        struct group *g = group_of(b, slots, cap, &q, strnlen(name, METRIC_NAME_MAX - 1), count);
-        gi[i] = (size_t)(g - b->g);
-    }
+    size_t capg = 16;
+    b->g = xmalloc(capg * sizeof(*b->g));
+    size_t *count = xmalloc(capg * sizeof(*count));
+    uint32_t *gi = xmalloc((n ? n : 1) * sizeof(*gi));
+    struct gindex x = { 0 };
+    gindex_grow(&x);
+    for (size_t i = 0; i < n; i++)
+        gi[i] = (uint32_t)group_of(b, &x, &p[i], &count, &capg);
+    struct mpoint **pts = xmalloc((b->n ? b->n : 1) * sizeof(*pts));
     for (size_t k = 0; k < b->n; k++)
-        b->g[k].data = xmalloc(count[k] * RECORD);
-    bool *unsorted = xcalloc(b->n ? b->n : 1, sizeof(*unsorted));
+        pts[k] = xmalloc(count[k] * sizeof(**pts));
     for (size_t i = 0; i < n; i++) {
         struct group *g = &b->g[gi[i]];
         struct mpoint m = {
             .step = p[i].step, .time = p[i].time, .seq = p[i].seq, .value = p[i].value
         };
         if (g->n && (m.time < g->last || (m.time == g->last && m.seq < g->last_seq)))
-            unsorted[gi[i]] = true;
-        encode(g->data + g->n * RECORD, &m);
-        g->first = g->n ? (m.time < g->first ? m.time : g->first) : m.time;
-        g->last = g->n && g->last > m.time ? g->last : m.time;
+            g->unsorted = true;
+        pts[gi[i]][g->n++] = m;
+        g->last = g->n > 1 && g->last > m.time ? g->last : m.time;
         g->last_seq = m.seq;
-        g->n++;
     }
-    for (size_t k = 0; k < b->n; k++)
-        if (unsorted[k])
-            qsort(b->g[k].data, b->g[k].n, RECORD, by_time_seq);
-    free(unsorted);
-    free(slots);
+    for (size_t k = 0; k < b->n; k++) {
+        struct group *g = &b->g[k];
+        if (g->unsorted)
+            qsort(pts[k], g->n, sizeof(**pts), by_time);
+        g->first = pts[k][0].time;
+        g->last = pts[k][g->n - 1].time;
+        g->data = xmalloc(1 + g->n * POINT_MAX);
+        g->data[0] = BLOCK_V1;
+        g->len = 1;
+        struct mpoint prev = { 0 };
+        for (size_t i = 0; i < g->n; i++) {
+            g->len += encode(g->data + g->len, &pts[k][i], &prev);
+            prev = pts[k][i];
+        }
+        free(pts[k]);
+    }
+    free(pts);
+    free(x.slot);
+    free(x.hash);
     free(count);
     free(gi);
     return b;
@@ -258,7 +358,7 @@ static int put_block(struct conn *c, int64_t series, const struct group *g, stru
     bind_int(s, ":first", g->first);
     bind_int(s, ":last", g->last);
     bind_int(s, ":n", (int64_t)g->n);
-    bind_blob(s, ":data", g->data, g->n * RECORD);
+    bind_blob(s, ":data", g->data, g->len);
     return sql_exec_stmt(c, s, err, "storing metric points");
 }
 
@@ -335,13 +435,13 @@ static int each_point(struct conn *c, int64_t id, const struct range *r,
     int rc;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
         const unsigned char *d = sqlite3_column_blob(s, 0);
-        size_t n = (size_t)sqlite3_column_bytes(s, 0) / RECORD;
-        for (size_t i = 0; i < n; i++) {
-            struct mpoint p;
-            decode(d + i * RECORD, &p);
+        size_t len = (size_t)sqlite3_column_bytes(s, 0), off = 1;
+        struct mpoint p = { 0 };
+        if (len == 0 || d[0] != BLOCK_V1)
+            continue; /* a format this version does not know */
+        while (off < len && decode(d, len, &off, &p))
             if (p.time >= r->since && p.time < r->until)
                 fn(ctx, &p);
-        }
     }
     sqlite3_reset(s);
     return rc == SQLITE_DONE ? 0 : sql_fail(c, err, "reading metric points");
@@ -360,14 +460,6 @@ static void collect_point(void *ctx, const struct mpoint *p)
         ps->p = xrealloc(ps->p, ps->cap * sizeof(*ps->p));
     }
     ps->p[ps->n++] = *p;
-}
-
-static int by_time(const void *a, const void *b)
-{
-    const struct mpoint *x = a, *y = b;
-    if (x->time != y->time)
-        return x->time < y->time ? -1 : 1;
-    return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
 /* Every point, sorted, a point stored twice (a replay, a retried heartbeat) kept once. */
