@@ -1,9 +1,12 @@
 /*
- * jobs: the job routes. Handlers validate and record; they never start, stop or wait for
- * processes or pods: api->hooks.job_changed() wakes the daemon's reconcile loop, which does.
- * Job creation is group-committed: the handler defers, the store writer commits a batch of
- * submissions at once and completes each request after COMMIT.
+ * jobs: the job routes, and jobs_submission_*() (api/jobs.h), the one path that creates jobs.
+ * Handlers validate and record; they never start, stop or wait for processes or pods:
+ * api->hooks.job_changed() wakes the daemon's reconcile loop, which does. Job creation is
+ * group-committed: the handler defers, the store writer commits a batch of submissions at once
+ * and completes each request after COMMIT.
  */
+#include "api/jobs.h"
+
 #include "api/handlers.h"
 #include "api/job_json.h"
 #include "api/selector.h"
@@ -19,16 +22,17 @@
 
 /* A submission waiting for its commit. Owns everything job_new points to. */
 struct submission {
-    struct request *req;
-    struct response *res;
+    struct api *api;
     json_t *spec;
     char *spec_text;
     char id[JOB_ID_LEN + 1];
     char hash[SHA256_HEX_LEN];
-    char *idem_key;
+    char *idem_key, *idem_hash, *owner, *request_id;
     struct label *labels;
     struct job_new jn;
     struct job_inserted out;
+    jobs_done_fn done;
+    void *ctx;
 };
 
 static void submission_free(struct submission *s)
@@ -36,6 +40,9 @@ static void submission_free(struct submission *s)
     json_decref(s->spec);
     free(s->spec_text);
     free(s->idem_key);
+    free(s->idem_hash);
+    free(s->owner);
+    free(s->request_id);
     free(s->labels);
     free(s);
 }
@@ -49,12 +56,20 @@ static void notify_changed(struct api *api, int64_t pk)
 /* The response for a new job, built from what was just committed (no read back). */
 static json_t *new_job_json(struct submission *s)
 {
-    struct job j = { .pk = s->out.pk, .id = s->id, .name = (char *)s->jn.name,
-                     .executor = (char *)s->jn.executor, .state = JOB_QUEUED,
-                     .reason = s->jn.hold ? "Suspended" : "Submitted", .message = "",
-                     .priority = s->jn.priority, .queue = (char *)s->jn.queue,
-                     .nranks = s->jn.nranks, .spec = s->spec_text, .owner = (char *)s->jn.owner,
-                     .desired = s->jn.hold ? "hold" : "run", .created_at = s->jn.now,
+    struct job j = { .pk = s->out.pk,
+                     .id = s->id,
+                     .name = (char *)s->jn.name,
+                     .executor = (char *)s->jn.executor,
+                     .state = JOB_QUEUED,
+                     .reason = s->jn.hold ? "Suspended" : "Submitted",
+                     .message = "",
+                     .priority = s->jn.priority,
+                     .queue = (char *)s->jn.queue,
+                     .nranks = s->jn.nranks,
+                     .spec = s->spec_text,
+                     .owner = (char *)s->jn.owner,
+                     .desired = s->jn.hold ? "hold" : "run",
+                     .created_at = s->jn.now,
                      .updated_at = s->jn.now };
     struct rank *ranks = xcalloc((size_t)s->jn.nranks, sizeof(*ranks));
     for (int r = 0; r < s->jn.nranks; r++) {
@@ -87,27 +102,87 @@ static void respond_job(struct request *req, struct response *res, int status, c
 static void inserted(void *ctx, int rc, struct err *err)
 {
     struct submission *s = ctx;
-    struct request *req = s->req;
-    struct response *res = s->res;
-    if (rc < 0) {
-        problem_respond(req, res, err);
-    } else if (s->out.replayed) {
-        respond_job(req, res, 200, s->out.replayed_id);
-    } else {
-        response_json_new(res, 201, new_job_json(s));
-        char location[64];
-        snprintf(location, sizeof(location), "/v1/jobs/%s", s->id);
-        response_header(res, "Location", location);
-        notify_changed(req->api, s->out.pk);
-    }
+    struct jobs_submitted r = {
+        .rc = rc, .err = err, .pk = s->out.pk, .id = s->id, .replayed = rc == 0 && s->out.replayed
+    };
+    json_t *job = NULL;
+    if (r.replayed)
+        r.id = s->out.replayed_id;
+    else if (rc == 0)
+        r.job = job = new_job_json(s);
+    if (rc == 0 && !r.replayed)
+        notify_changed(s->api, s->out.pk);
+    s->done(s->ctx, &r);
+    json_decref(job);
     submission_free(s);
-    request_complete(req);
 }
 
-static void start_insert(struct request *req, struct response *res)
+void jobs_submission_start(struct submission *s, jobs_done_fn done, void *ctx)
 {
-    struct submission *s = res->deferred_ctx;
-    store_job_insert_async(req->api->store, &s->jn, &s->out, inserted, s);
+    s->done = done;
+    s->ctx = ctx;
+    store_job_insert_async(s->api->store, &s->jn, &s->out, inserted, s);
+}
+
+static struct spec_options spec_options(struct api *api)
+{
+    return (struct spec_options){ .limits = &api->limits,
+                                  .default_executor = api->default_executor,
+                                  .local_enabled = api->local_enabled,
+                                  .kubernetes_enabled = api->kubernetes_enabled,
+                                  .local_slots = api->local_slots };
+}
+
+static char *dup_or_null(const char *s)
+{
+    return s ? xstrdup(s) : NULL;
+}
+
+struct submission *jobs_submission_new(struct api *api, const json_t *doc,
+                                       const struct jobs_submit_opts *o, struct err *err)
+{
+    struct spec_options opts = spec_options(api);
+    json_t *spec = spec_validate(doc, &opts, err);
+    if (!spec)
+        return NULL;
+    struct submission *s = XNEW(struct submission);
+    s->api = api;
+    s->spec = spec;
+    s->spec_text = jsonx_dumps(spec);
+    crypto_random_id(s->id, JOB_ID_LEN);
+    crypto_sha256_hex(s->spec_text, strlen(s->spec_text), s->hash);
+    s->idem_key = dup_or_null(o->idempotency_key);
+    s->idem_hash = dup_or_null(o->idempotency_hash);
+    s->owner = xstrdup(o->owner ? o->owner : "");
+    s->request_id = xstrdup(o->request_id ? o->request_id : "");
+    struct spec_view v;
+    spec_view(spec, &v);
+    size_t nlabels = v.labels ? json_object_size(v.labels) : 0;
+    s->labels = xcalloc(nlabels ? nlabels : 1, sizeof(*s->labels));
+    const char *k;
+    json_t *val;
+    size_t i = 0;
+    json_object_foreach(v.labels, k, val)
+    {
+        s->labels[i].key = k;
+        s->labels[i++].value = json_string_value(val);
+    }
+    s->jn = (struct job_new){ .id = s->id,
+                              .name = v.name,
+                              .executor = v.executor,
+                              .spec = s->spec_text,
+                              .nranks = v.nranks,
+                              .priority = v.priority,
+                              .queue = v.queue,
+                              .owner = s->owner,
+                              .hold = v.suspend,
+                              .labels = s->labels,
+                              .nlabels = nlabels,
+                              .idempotency_key = s->idem_key,
+                              .body_hash = s->idem_hash ? s->idem_hash : s->hash,
+                              .request_id = s->request_id,
+                              .now = clock_now_ns() };
+    return s;
 }
 
 static const char *idempotency_key(struct request *req, struct response *res, bool *bad)
@@ -121,106 +196,105 @@ static const char *idempotency_key(struct request *req, struct response *res, bo
     for (size_t i = 0; ok && i < n; i++)
         ok = key[i] > 0x20 && key[i] < 0x7f;
     if (!ok) {
-        problem(req, res, ERR_INVALID,
-                "Idempotency-Key must be 1 to 255 visible ASCII characters");
+        problem(req, res, ERR_INVALID, "Idempotency-Key must be 1 to 255 visible ASCII characters");
         *bad = true;
         return NULL;
     }
     return key;
 }
 
-static struct submission *submission_new(struct request *req, json_t *spec, const char *key)
+static void dry_run(struct request *req, struct response *res, const json_t *doc)
 {
-    struct submission *s = XNEW(struct submission);
-    s->req = req;
-    s->spec = spec;
-    s->spec_text = jsonx_dumps(spec);
-    crypto_random_id(s->id, JOB_ID_LEN);
-    crypto_sha256_hex(s->spec_text, strlen(s->spec_text), s->hash);
-    s->idem_key = key ? xstrdup(key) : NULL;
-    struct spec_view v;
-    spec_view(spec, &v);
-    size_t nlabels = v.labels ? json_object_size(v.labels) : 0;
-    s->labels = xcalloc(nlabels ? nlabels : 1, sizeof(*s->labels));
-    const char *k;
-    json_t *val;
-    size_t i = 0;
-    json_object_foreach(v.labels, k, val)
-    {
-        s->labels[i].key = k;
-        s->labels[i++].value = json_string_value(val);
-    }
-    s->jn = (struct job_new){ .id = s->id, .name = v.name, .executor = v.executor,
-                              .spec = s->spec_text, .nranks = v.nranks, .priority = v.priority,
-                              .queue = v.queue, .owner = req->who.name, .hold = v.suspend,
-                              .labels = s->labels, .nlabels = nlabels,
-                              .idempotency_key = s->idem_key, .body_hash = s->hash,
-                              .request_id = req->request_id, .now = clock_now_ns() };
-    return s;
-}
-
-static struct spec_options spec_options(struct api *api)
-{
-    return (struct spec_options){ .limits = &api->limits,
-                                  .default_executor = api->default_executor,
-                                  .local_enabled = api->local_enabled,
-                                  .kubernetes_enabled = api->kubernetes_enabled,
-                                  .local_slots = api->local_slots };
-}
-
-static void dry_run(struct request *req, struct response *res, json_t *spec)
-{
-    json_t *out = json_pack("{s:O}", "spec", spec);
-    if (req->api->hooks.dry_run) {
-        struct err err;
-        err_init(&err);
-        json_t *obj = req->api->hooks.dry_run(req->api->hooks.ctx, spec, "dry-run", &err);
-        if (!obj) {
-            problem_respond(req, res, &err);
-            err_release(&err);
-            json_decref(out);
-            return;
-        }
-        json_object_set_new(out, "object", obj);
-    }
-    response_json_new(res, 200, out);
-}
-
-void jobs_create(struct request *req, struct response *res)
-{
-    bool bad_key;
-    const char *key = idempotency_key(req, res, &bad_key);
-    if (bad_key)
-        return;
-    json_t *doc = request_body_doc(req, res);
-    if (!doc)
-        return;
     struct err err;
     err_init(&err);
     struct spec_options opts = spec_options(req->api);
     json_t *spec = spec_validate(doc, &opts, &err);
-    json_decref(doc);
-    if (!spec) {
-        problem_respond(req, res, &err);
-        err_release(&err);
-        return;
+    json_t *out = spec ? json_pack("{s:O}", "spec", spec) : NULL;
+    if (spec && req->api->hooks.dry_run) {
+        json_t *obj = req->api->hooks.dry_run(req->api->hooks.ctx, spec, "dry-run", &err);
+        if (obj)
+            json_object_set_new(out, "object", obj);
     }
+    if (err_is_set(&err))
+        problem_respond(req, res, &err);
+    else
+        response_json_new(res, 200, json_incref(out));
+    json_decref(out);
+    json_decref(spec);
+    err_release(&err);
+}
+
+/* A deferred HTTP submission. */
+struct reply {
+    struct request *req;
+    struct response *res;
+    struct submission *s;
+};
+
+/* Runs on the store writer thread: answers the deferred request. */
+static void http_done(void *ctx, const struct jobs_submitted *r)
+{
+    struct reply *rp = ctx;
+    if (r->rc < 0) {
+        problem_respond(rp->req, rp->res, r->err);
+    } else if (r->replayed) {
+        respond_job(rp->req, rp->res, 200, r->id);
+    } else {
+        response_json(rp->res, 201, r->job);
+        char location[64];
+        snprintf(location, sizeof(location), "/v1/jobs/%s", r->id);
+        response_header(rp->res, "Location", location);
+    }
+    request_complete(rp->req);
+    free(rp);
+}
+
+static void start_insert(struct request *req, struct response *res)
+{
+    (void)req;
+    struct reply *rp = res->deferred_ctx;
+    jobs_submission_start(rp->s, http_done, rp);
+}
+
+void jobs_submit_request(struct request *req, struct response *res, const json_t *doc)
+{
+    bool bad_key, is_dry = false;
+    const char *key = idempotency_key(req, res, &bad_key);
+    if (bad_key)
+        return;
     const char *dry = request_query(req, "dry_run");
-    bool is_dry = false;
     if (dry && parse_bool(dry, &is_dry) < 0) {
-        json_decref(spec);
         problem(req, res, ERR_INVALID, "dry_run must be true or false");
         return;
     }
     if (is_dry) {
-        dry_run(req, res, spec);
-        json_decref(spec);
+        dry_run(req, res, doc);
         return;
     }
-    struct submission *s = submission_new(req, spec, key);
-    s->res = res;
+    struct jobs_submit_opts o = { .owner = req->who.name,
+                                  .idempotency_key = key,
+                                  .request_id = req->request_id };
+    struct err err;
+    err_init(&err);
+    struct submission *s = jobs_submission_new(req->api, doc, &o, &err);
+    if (!s) {
+        problem_respond(req, res, &err);
+        err_release(&err);
+        return;
+    }
+    struct reply *rp = XNEW(struct reply);
+    *rp = (struct reply){ req, res, s };
     res->deferred = start_insert;
-    res->deferred_ctx = s;
+    res->deferred_ctx = rp;
+}
+
+void jobs_create(struct request *req, struct response *res)
+{
+    json_t *doc = request_body_doc(req, res);
+    if (!doc)
+        return;
+    jobs_submit_request(req, res, doc);
+    json_decref(doc);
 }
 
 /* Parses ?state=a,b into states; -1 with a 400 response when a name is unknown. */
@@ -336,8 +410,9 @@ static bool may_change(struct request *req, struct response *res, const struct j
 {
     if (req->who.scope == SCOPE_ADMIN || strcmp(j->owner, req->who.name) == 0)
         return true;
-    problem(req, res, ERR_FORBIDDEN, "only the token that submitted a job (or an admin) may "
-                                     "change it");
+    problem(req, res, ERR_FORBIDDEN,
+            "only the token that submitted a job (or an admin) may "
+            "change it");
     return false;
 }
 
@@ -345,8 +420,9 @@ static void audit(struct request *req, const char *action, const char *id)
 {
     char target[64];
     snprintf(target, sizeof(target), "job/%s", id);
-    struct audit_entry e = { .actor = req->who.name, .action = action, .target = target,
-                             .request_id = req->request_id };
+    struct audit_entry e = {
+        .actor = req->who.name, .action = action, .target = target, .request_id = req->request_id
+    };
     struct err err;
     err_init(&err);
     store_audit_add(req->api->store, &e, &err);
@@ -358,8 +434,12 @@ static int cancel_once(struct request *req, const struct job *j, struct err *err
 {
     char msg[192];
     snprintf(msg, sizeof(msg), "cancelled by %s", req->who.name);
-    struct job_update u = { .pk = j->pk, .only_if_state = true, .if_state = j->state,
-                            .set_state = true, .reason = "Cancelled", .message = msg };
+    struct job_update u = { .pk = j->pk,
+                            .only_if_state = true,
+                            .if_state = j->state,
+                            .set_state = true,
+                            .reason = "Cancelled",
+                            .message = msg };
     if (jobstate_terminal(j->state))
         return err_set(err, ERR_CONFLICT, "the job already ended (%s)", jobstate_name(j->state));
     if (j->state == JOB_CANCELLING)
@@ -419,10 +499,15 @@ void jobs_resume(struct request *req, struct response *res)
         problem(req, res, ERR_CONFLICT, "only a suspended, queued job can be resumed");
         goto out;
     }
-    struct job_event e = { .type = "resumed", .reason = "Resumed", .message = req->who.name,
-                           .rank = -1 };
-    struct job_update u = { .pk = j->pk, .only_if_state = true, .if_state = JOB_QUEUED,
-                            .desired = "run", .events = &e, .nevents = 1 };
+    struct job_event e = {
+        .type = "resumed", .reason = "Resumed", .message = req->who.name, .rank = -1
+    };
+    struct job_update u = { .pk = j->pk,
+                            .only_if_state = true,
+                            .if_state = JOB_QUEUED,
+                            .desired = "run",
+                            .events = &e,
+                            .nevents = 1 };
     if (store_job_update(req->api->store, &u, &err) < 0) {
         problem_respond(req, res, &err);
         goto out;
