@@ -28,6 +28,7 @@
 
 struct store;
 struct notify;
+struct sns_verifier;
 
 enum http_method {
     HTTP_GET,
@@ -83,6 +84,10 @@ struct api_hooks {
     void (*job_deleted)(void *ctx, const char *job_id);
     /* Adds Prometheus text for daemon-level metrics (executors, ingest, HTTP). */
     void (*metrics)(void *ctx, struct buf *out);
+    /* A hook delivery stored work for the trigger loop (jobs to submit, SNS confirmations). */
+    void (*triggers_pending)(void *ctx);
+    /* A webhook message was queued (POST /v1/webhooks/{id}/test). */
+    void (*webhooks_pending)(void *ctx);
 };
 
 struct api {
@@ -99,6 +104,8 @@ struct api {
     int64_t started_at;
     void *ratelimit; /* api/ratelimit.c state */
     void *extra;     /* per-feature state (triggers, webhooks) */
+    struct sns_verifier *sns; /* checks SNS signatures of hook deliveries; NULL: SNS refused */
+    size_t hook_max_body;     /* hook bodies over this are rejected and recorded; 0: 1 MiB */
 };
 
 struct request;

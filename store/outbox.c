@@ -174,17 +174,23 @@ int store_outbox_due(struct store *st, int64_t now, int limit, struct outbox_msg
     return 0;
 }
 
+void outbox_msg_free(struct outbox_msg *m)
+{
+    if (!m)
+        return;
+    free(m->url);
+    free(m->secret);
+    free(m->msg_id);
+    free(m->event);
+    free(m->job_id);
+    free(m->body);
+    free(m);
+}
+
 void outbox_msgs_free(struct outbox_msg **m, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
-        free(m[i]->url);
-        free(m[i]->secret);
-        free(m[i]->msg_id);
-        free(m[i]->event);
-        free(m[i]->job_id);
-        free(m[i]->body);
-        free(m[i]);
-    }
+    for (size_t i = 0; i < n; i++)
+        outbox_msg_free(m[i]);
     free(m);
 }
 

@@ -95,7 +95,9 @@ struct outbox_msg {
  * first. Caller frees with outbox_msgs_free. */
 int store_outbox_due(struct store *st, int64_t now, int limit, struct outbox_msg ***out, size_t *n,
                      struct err *err);
-void outbox_msgs_free(struct outbox_msg **m, size_t n);
+void outbox_msgs_free(struct outbox_msg **m, size_t n); /* NULL entries are skipped */
+void outbox_msg_free(struct outbox_msg *m);
+
 /* When the next message becomes due (0: none pending). */
 int store_outbox_next_at(struct store *st, int64_t *next_at, struct err *err);
 
