@@ -146,8 +146,11 @@ static void save(struct request *req, struct response *res, bool create)
     struct template_put put = { .actor = req->who.name,
                                 .request_id = req->request_id,
                                 .now = clock_now_ns() };
-    int rc =
-        template_request(req->api, doc, create ? NULL : req->params[0], &put, &spec_text, &err);
+    struct template_def *old =
+        create ? NULL : store_template_get(req->api->store, req->params[0], &err);
+    int rc = !create && !old ? -1
+                             : template_request(req->api, doc, create ? NULL : req->params[0], &put,
+                                                &spec_text, &err);
     if (rc == 0)
         rc = create ? store_template_insert(req->api->store, &put, &err)
                     : store_template_update(req->api->store, &put, &err);
@@ -155,6 +158,7 @@ static void save(struct request *req, struct response *res, bool create)
         respond_template(req, res, create ? 201 : 200, put.name);
     else
         problem_respond(req, res, &err);
+    template_def_free(old);
     free(spec_text);
     json_decref(doc);
     err_release(&err);
