@@ -134,11 +134,13 @@ SNS_TOPIC=${SNS_TOPIC:-arn:aws:sns:eu-west-1:123456789012:uploads}
 SNS_KEY=${SNS_KEY:-signing}
 
 # sns_message TYPE MESSAGE [SUBJECT]: prints a signed envelope (jq builds the JSON).
+# Overrides for bad messages: SNS_TS (Timestamp), SNS_CERT_URL, SNS_SUB_URL, SNS_SV_SENT.
 sns_message() {
-    local type=$1 msg=$2 subject=${3:-} id ts sts url sig md=sha1
+    local type=$1 msg=$2 subject=${3:-} id ts sts url sig md=sha1 sub
     id=$(cat /proc/sys/kernel/random/uuid)
-    ts=$(date -u +%Y-%m-%dT%H:%M:%S.000Z)
-    url="https://$SNS_HOST/SimpleNotificationService-test.pem"
+    ts=${SNS_TS:-$(date -u +%Y-%m-%dT%H:%M:%S.000Z)}
+    url=${SNS_CERT_URL:-https://$SNS_HOST/SimpleNotificationService-test.pem}
+    sub=${SNS_SUB_URL:-https://$SNS_HOST/confirm.xml}
     [ "$SNS_SV" = 2 ] && md=sha256
     sts=$(mktemp "$WORK/sts.XXXXXX")
     {
@@ -148,13 +150,13 @@ sns_message() {
             printf 'Timestamp\n%s\nTopicArn\n%s\nType\n%s\n' "$ts" "$SNS_TOPIC" "$type"
         else
             printf 'SubscribeURL\n%s\nTimestamp\n%s\nToken\n%s\nTopicArn\n%s\nType\n%s\n' \
-                "https://$SNS_HOST/confirm.xml" "$ts" "tok-$id" "$SNS_TOPIC" "$type"
+                "$sub" "$ts" "tok-$id" "$SNS_TOPIC" "$type"
         fi
     } >"$sts"
     sig=$(openssl dgst -$md -sign "$PKI/$SNS_KEY.key" "$sts" | base64 -w0)
     jq -n --arg type "$type" --arg id "$id" --arg topic "$SNS_TOPIC" --arg msg "$msg" \
-        --arg subject "$subject" --arg ts "$ts" --arg sv "$SNS_SV" --arg sig "$sig" \
-        --arg url "$url" --arg sub "https://$SNS_HOST/confirm.xml" --arg tok "tok-$id" '
+        --arg subject "$subject" --arg ts "$ts" --arg sv "${SNS_SV_SENT:-$SNS_SV}" --arg sig "$sig" \
+        --arg url "$url" --arg sub "$sub" --arg tok "tok-$id" '
         {Type: $type, MessageId: $id, TopicArn: $topic, Message: $msg, Timestamp: $ts,
          SignatureVersion: $sv, Signature: $sig, SigningCertURL: $url}
         + (if $type == "Notification" then
@@ -165,11 +167,12 @@ sns_message() {
 
 # sns_post TRIGGER FILE: posts an SNS envelope as SNS does (text/plain, type headers).
 sns_post() {
-    local type
-    type=$(jq -r .Type "$2")
+    local type topic
+    type=$(jq -r .Type "$2" 2>/dev/null || echo Notification)
+    topic=$(jq -r .TopicArn "$2" 2>/dev/null || echo "$SNS_TOPIC")
     curl -s -o "$WORK/hook.out" -w '%{http_code}' -X POST \
         -H 'Content-Type: text/plain; charset=UTF-8' -H "x-amz-sns-message-type: $type" \
-        -H "x-amz-sns-message-id: $(jq -r .MessageId "$2")" -H "x-amz-sns-topic-arn: $SNS_TOPIC" \
+        -H "x-amz-sns-message-id: $(jq -r .MessageId "$2" 2>/dev/null)" -H "x-amz-sns-topic-arn: $topic" \
         -H 'User-Agent: Amazon Simple Notification Service Agent' \
         --data-binary "@$2" "$URL/v1/hooks/s3/$1"
     printf ' %s\n' "$(cat "$WORK/hook.out")"
