@@ -12,7 +12,8 @@
  *   fail          503
  *   gone          410
  *   retry-after N 429 with Retry-After: N
- *   slow          answers 200 after 30 s (longer than any webhook timeout in the tests)
+ *   slow          answers 200 after 30 s (longer than any webhook timeout in the tests),
+ *                 or at once when the receiver is stopped
  *
  *   webhook_receiver DIR        runs until SIGTERM/SIGINT
  */
@@ -31,6 +32,7 @@
 #include "server/core/buf.h"
 
 static const char *dir;
+static volatile sig_atomic_t stop;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int count;
 
@@ -79,6 +81,12 @@ static void log_request(struct MHD_Connection *c, const char *url, const struct 
     pthread_mutex_unlock(&lock);
 }
 
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop = 1;
+}
+
 static enum MHD_Result answer(struct MHD_Connection *c, int status, const char *retry_after)
 {
     static const char ok[] = "{\"ok\":true}";
@@ -120,8 +128,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     else if (strncmp(mode, "retry-after ", 12) == 0) {
         status = 429;
         retry_after = mode + 12;
-    } else if (strcmp(mode, "slow") == 0)
-        sleep(30);
+    } else if (strcmp(mode, "slow") == 0) {
+        for (int i = 0; i < 300 && !stop; i++)
+            usleep(100 * 1000);
+    }
     log_request(c, url, body, status);
     return answer(c, status, retry_after);
 }
@@ -138,14 +148,6 @@ static void on_done(void *cls, struct MHD_Connection *c, void **state,
         free(body);
     }
     *state = NULL;
-}
-
-static volatile sig_atomic_t stop;
-
-static void on_signal(int sig)
-{
-    (void)sig;
-    stop = 1;
 }
 
 int main(int argc, char **argv)
