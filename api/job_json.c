@@ -52,7 +52,7 @@ json_t *job_json(const struct job *j, const struct rank *ranks, size_t nranks)
     jsonx_set_time(o, "finished_at", j->finished_at);
     jsonx_set_time(o, "updated_at", j->updated_at);
     json_t *labels = json_object_get(spec, "labels");
-    json_object_set(o, "labels", labels ? labels : json_object());
+    json_object_set_new(o, "labels", labels ? json_incref(labels) : json_object());
     json_t *ff = j->first_failure ? json_loads(j->first_failure, 0, NULL) : NULL;
     json_object_set_new(o, "first_failure", ff ? ff : json_null());
     if (ranks) {
