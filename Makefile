@@ -8,9 +8,9 @@
 #   make deps       install the Debian packages the build needs (apt-get, idempotent)
 
 BUILD_PKGS := cmake make gcc pkg-config libmicrohttpd-dev libjansson-dev libsqlite3-dev \
-              libcurl4-openssl-dev libyaml-dev libzstd-dev libssl-dev libfabric-dev
+              libcurl4-openssl-dev libyaml-dev libzstd-dev libssl-dev libgnutls28-dev libfabric-dev
 TEST_PKGS  := curl clang yq libclang-rt-14-dev clang-format valgrind libfabric-bin openssl sqlite3 \
-              wrk prometheus chromium nodejs npm procps psmisc jq
+              wrk prometheus chromium nodejs npm procps psmisc jq socat
 JOBS       ?= $(shell nproc)
 LISTEN     ?= 127.0.0.1:8080
 DATA_DIR   ?= ./trainyard-data
@@ -44,7 +44,7 @@ build: deps
 
 run: build
 	@echo "trainyard: web page and API at http://$(LISTEN)/  (auth is off for this loopback demo; see README)"
-	@exec build/trainyard serve --listen $(LISTEN) --data-dir $(DATA_DIR) --auth=off
+	@exec build/trainyard serve --listen $(LISTEN) --data-dir $(DATA_DIR) --auth=off --local-slots 8
 
 test: test-deps
 	@cmake -S . -B build-test -DCMAKE_BUILD_TYPE=Debug -DTY_SANITIZE=ON >/dev/null

@@ -8,7 +8,8 @@ json_t *rank_json(const struct rank *r)
     json_t *o = json_object();
     json_object_set_new(o, "rank", json_integer(r->rank));
     json_object_set_new(o, "state", json_string(rankstate_name(r->state)));
-    json_object_set_new(o, "exit_code", r->exit_code >= 0 ? json_integer(r->exit_code) : json_null());
+    json_object_set_new(o, "exit_code",
+                        r->exit_code >= 0 ? json_integer(r->exit_code) : json_null());
     json_object_set_new(o, "signal", r->signal > 0 ? json_integer(r->signal) : json_null());
     json_object_set_new(o, "restarts", json_integer(r->restarts));
     jsonx_set_str(o, "node", r->node && r->node[0] ? r->node : NULL);
@@ -32,8 +33,17 @@ static json_t *links(const char *id)
 
 json_t *job_json(const struct job *j, const struct rank *ranks, size_t nranks)
 {
-    json_t *o = json_object();
     json_t *spec = json_loads(j->spec, 0, NULL);
+    if (!spec)
+        spec = json_object();
+    json_t *o = job_json_spec(j, spec, ranks, nranks);
+    json_decref(spec);
+    return o;
+}
+
+json_t *job_json_spec(const struct job *j, json_t *spec, const struct rank *ranks, size_t nranks)
+{
+    json_t *o = json_object();
     json_object_set_new(o, "id", json_string(j->id));
     json_object_set_new(o, "name", json_string(j->name));
     json_object_set_new(o, "executor", json_string(j->executor));
@@ -52,7 +62,10 @@ json_t *job_json(const struct job *j, const struct rank *ranks, size_t nranks)
     jsonx_set_time(o, "finished_at", j->finished_at);
     jsonx_set_time(o, "updated_at", j->updated_at);
     json_t *labels = json_object_get(spec, "labels");
-    json_object_set_new(o, "labels", labels ? json_incref(labels) : json_object());
+    if (labels)
+        json_object_set(o, "labels", labels);
+    else
+        json_object_set_new(o, "labels", json_object());
     json_t *ff = j->first_failure ? json_loads(j->first_failure, 0, NULL) : NULL;
     json_object_set_new(o, "first_failure", ff ? ff : json_null());
     if (ranks) {
@@ -61,7 +74,7 @@ json_t *job_json(const struct job *j, const struct rank *ranks, size_t nranks)
             json_array_append_new(arr, rank_json(&ranks[i]));
         json_object_set_new(o, "ranks", arr);
     }
-    json_object_set_new(o, "spec", spec ? spec : json_object());
+    json_object_set(o, "spec", spec);
     json_object_set_new(o, "links", links(j->id));
     return o;
 }

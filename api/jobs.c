@@ -3,7 +3,7 @@
  * Handlers validate and record; they never start, stop or wait for processes or pods:
  * api->hooks.job_changed() wakes the daemon's reconcile loop, which does. Job creation is
  * group-committed: the handler defers, the store writer commits a batch of submissions at once
- * and completes each request after COMMIT.
+ * and completes each request after COMMIT; the body is built on an HTTP thread (res->finish).
  */
 #include "api/jobs.h"
 
@@ -35,8 +35,10 @@ struct submission {
     void *ctx;
 };
 
-static void submission_free(struct submission *s)
+void jobs_submission_free(struct submission *s)
 {
+    if (!s)
+        return;
     json_decref(s->spec);
     free(s->spec_text);
     free(s->idem_key);
@@ -54,10 +56,10 @@ static void notify_changed(struct api *api, int64_t pk)
 }
 
 /* The response for a new job, built from what was just committed (no read back). */
-static json_t *new_job_json(struct submission *s)
+json_t *jobs_submission_json(const struct submission *s)
 {
     struct job j = { .pk = s->out.pk,
-                     .id = s->id,
+                     .id = (char *)s->id,
                      .name = (char *)s->jn.name,
                      .executor = (char *)s->jn.executor,
                      .state = JOB_QUEUED,
@@ -77,7 +79,7 @@ static json_t *new_job_json(struct submission *s)
         ranks[r].state = RANK_PENDING;
         ranks[r].exit_code = -1;
     }
-    json_t *o = job_json(&j, ranks, (size_t)s->jn.nranks);
+    json_t *o = job_json_spec(&j, s->spec, ranks, (size_t)s->jn.nranks);
     free(ranks);
     return o;
 }
@@ -98,23 +100,18 @@ static void respond_job(struct request *req, struct response *res, int status, c
     err_release(&err);
 }
 
-/* Runs on the store writer thread after COMMIT (or rollback). */
+/* Runs on the store writer thread after COMMIT (or rollback): wake, hand over. */
 static void inserted(void *ctx, int rc, struct err *err)
 {
     struct submission *s = ctx;
     struct jobs_submitted r = {
         .rc = rc, .err = err, .pk = s->out.pk, .id = s->id, .replayed = rc == 0 && s->out.replayed
     };
-    json_t *job = NULL;
     if (r.replayed)
         r.id = s->out.replayed_id;
     else if (rc == 0)
-        r.job = job = new_job_json(s);
-    if (rc == 0 && !r.replayed)
         notify_changed(s->api, s->out.pk);
-    s->done(s->ctx, &r);
-    json_decref(job);
-    submission_free(s);
+    s->done(s->ctx, s, &r);
 }
 
 void jobs_submission_start(struct submission *s, jobs_done_fn done, void *ctx)
@@ -224,28 +221,46 @@ static void dry_run(struct request *req, struct response *res, const json_t *doc
     err_release(&err);
 }
 
-/* A deferred HTTP submission. */
+/* A deferred HTTP submission: the outcome, kept from the writer thread for res->finish. */
 struct reply {
     struct request *req;
-    struct response *res;
     struct submission *s;
+    int rc;
+    struct err err;
+    bool replayed;
+    char id[32];
 };
 
-/* Runs on the store writer thread: answers the deferred request. */
-static void http_done(void *ctx, const struct jobs_submitted *r)
+/* Runs on the store writer thread: record, hand back to the HTTP layer. */
+static void http_done(void *ctx, struct submission *s, const struct jobs_submitted *r)
 {
+    (void)s;
     struct reply *rp = ctx;
-    if (r->rc < 0) {
-        problem_respond(rp->req, rp->res, r->err);
-    } else if (r->replayed) {
-        respond_job(rp->req, rp->res, 200, r->id);
-    } else {
-        response_json(rp->res, 201, r->job);
-        char location[64];
-        snprintf(location, sizeof(location), "/v1/jobs/%s", r->id);
-        response_header(rp->res, "Location", location);
-    }
+    rp->rc = r->rc;
+    if (r->rc < 0 && r->err)
+        err_move(&rp->err, r->err);
+    rp->replayed = r->replayed;
+    snprintf(rp->id, sizeof(rp->id), "%s", r->id);
     request_complete(rp->req);
+}
+
+/* Runs on an HTTP thread once the commit is done: the response body. */
+static void finish_insert(struct request *req, struct response *res)
+{
+    struct reply *rp = res->deferred_ctx;
+    if (rp->rc < 0) {
+        problem_respond(req, res, &rp->err);
+    } else if (rp->replayed) {
+        respond_job(req, res, 200, rp->id);
+    } else {
+        response_json_new(res, 201, jobs_submission_json(rp->s));
+        char location[64];
+        snprintf(location, sizeof(location), "/v1/jobs/%s", rp->id);
+        response_header(res, "Location", location);
+    }
+    res->deferred_ctx = NULL;
+    jobs_submission_free(rp->s);
+    err_release(&rp->err);
     free(rp);
 }
 
@@ -283,8 +298,11 @@ void jobs_submit_request(struct request *req, struct response *res, const json_t
         return;
     }
     struct reply *rp = XNEW(struct reply);
-    *rp = (struct reply){ req, res, s };
+    rp->req = req;
+    rp->s = s;
+    err_init(&rp->err);
     res->deferred = start_insert;
+    res->finish = finish_insert;
     res->deferred_ctx = rp;
 }
 

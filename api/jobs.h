@@ -26,22 +26,24 @@ struct jobs_submitted {
     int rc; /* 0, or -1 with err set */
     struct err *err;
     int64_t pk;
-    const char *id;    /* the new job, or the earlier one when replayed */
-    bool replayed;     /* the idempotency key was used before with the same content */
-    const json_t *job; /* the new job as GET shows it; NULL when replayed or failed */
+    const char *id; /* the new job, or the earlier one when replayed */
+    bool replayed;  /* the idempotency key was used before with the same content */
 };
 
-typedef void (*jobs_done_fn)(void *ctx, const struct jobs_submitted *r);
-
 struct submission;
+typedef void (*jobs_done_fn)(void *ctx, struct submission *s, const struct jobs_submitted *r);
 
 /* Validates doc as a job spec and prepares its insertion (opts' strings are copied). NULL with
  * ERR_VALIDATION listing every bad field. Start it with jobs_submission_start(). */
 struct submission *jobs_submission_new(struct api *api, const json_t *doc,
                                        const struct jobs_submit_opts *opts, struct err *err);
 /* Stores s without waiting; after COMMIT (or failure) on the store writer thread it wakes the
- * controller for a new job, then calls done(ctx, result). s is freed after done returns. */
+ * controller for a new job, then calls done(ctx, s, result), which must return quickly. s stays
+ * the caller's: free it with jobs_submission_free() (any thread) once done has run. */
 void jobs_submission_start(struct submission *s, jobs_done_fn done, void *ctx);
+/* A committed new job as GET shows it (new reference), built from memory. */
+json_t *jobs_submission_json(const struct submission *s);
+void jobs_submission_free(struct submission *s); /* NULL is a no-op */
 
 /* The HTTP flavour, shared by jobs_create and templates_jobs_create: doc is the job spec
  * (borrowed); Idempotency-Key and ?dry_run come from req. Answers 201 with the job and

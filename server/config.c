@@ -23,7 +23,10 @@ struct option_def {
     const char *help;
 };
 
-#define OPT(n, t, field, d, h) { n, t, offsetof(struct config, field), d, h }
+#define OPT(n, t, field, d, h)                                                                     \
+    {                                                                                              \
+        n, t, offsetof(struct config, field), d, h                                                 \
+    }
 
 static const struct option_def options[] = {
     OPT("listen", O_STRING, listen, "127.0.0.1:8080",
@@ -42,8 +45,9 @@ static const struct option_def options[] = {
     OPT("log-level", O_STRING, log_level, "info", "debug, info, warn or error"),
     OPT("http-threads", O_INT, http_threads, "2", "HTTP handler threads"),
     OPT("connection-limit", O_INT, connection_limit, "4096", "open connections at most"),
-    OPT("per-ip-limit", O_INT, per_ip_limit, "1024", "open connections per client address"),
-    OPT("timeout", O_INT, timeout_seconds, "60", "seconds before an idle connection is closed"),
+    OPT("per-ip-limit", O_INT, per_ip_limit, "256", "open connections per client address"),
+    OPT("timeout", O_INT, timeout_seconds, "30",
+        "seconds before an idle or stalled connection is closed (slow clients)"),
     OPT("sync-full", O_BOOL, sync_full, "on",
         "fsync each commit (survives power loss); off: survives process crashes only"),
     OPT("local-slots", O_INT, local_slots, "0", "ranks the local executor runs at once (0: CPUs)"),
@@ -52,8 +56,9 @@ static const struct option_def options[] = {
     OPT("log-max-age", O_DURATION, log_max_age_ns, "30d", "log lines older than this are dropped"),
     OPT("log-max-line", O_BYTES, log_max_line, "64Ki", "bytes kept of one log line"),
     OPT("log-poll", O_DURATION, log_poll_ns, "20ms", "how often rank log files are read"),
-    OPT("kubeconfig", O_STRING, kubeconfig, "", "kubeconfig (default: KUBECONFIG, ~/.kube/config, "
-                                                "in-cluster)"),
+    OPT("kubeconfig", O_STRING, kubeconfig, "",
+        "kubeconfig (default: KUBECONFIG, ~/.kube/config, "
+        "in-cluster)"),
     OPT("context", O_STRING, kube_context, "", "kubeconfig context (default: current)"),
     OPT("namespace", O_STRING, kube_namespace, "", "Kubernetes namespace (default: context's)"),
     OPT("stall-floor", O_DURATION, stall_floor_ns, "5m", "a job is stalled after at least this"),

@@ -5,6 +5,7 @@
 #include "server/controller.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "api/auth.h"
 #include "server/core/clock.h"
@@ -38,7 +39,7 @@ struct controller {
     /* jobs whose stop was already requested, so it is sent once: pk list */
     int64_t *stopping_jobs;
     size_t nstopping, capstopping;
-    uint64_t starts, restarts, failures;
+    atomic_ullong starts, restarts, failures; /* read by /metrics on HTTP threads */
 };
 
 static char *dup_or_null(const char *s)
@@ -236,8 +237,8 @@ static bool retryable_exit(const struct spec_view *v, int exit_code, int sig)
     if (v->restart_exit_codes) {
         size_t i;
         json_t *code;
-        json_array_foreach(v->restart_exit_codes, i, code) if (json_integer_value(code) ==
-                                                               exit_code) return true;
+        json_array_foreach(v->restart_exit_codes, i,
+                           code) if (json_integer_value(code) == exit_code) return true;
         return false;
     }
     int code = sig ? 128 + sig : exit_code;
@@ -269,11 +270,10 @@ static void describe_end(const struct rank_report *r, char *out, size_t size)
 static char *first_failure(const struct rank_report *r)
 {
     char ts[CLOCK_RFC3339_MAX];
-    json_t *o = json_pack("{s:i,s:s,s:o,s:o,s:s}", "rank", r->rank, "reason",
-                          r->reason ? r->reason : "Error", "exit_code",
-                          r->exit_code >= 0 ? json_integer(r->exit_code) : json_null(), "signal",
-                          r->signal ? json_integer(r->signal) : json_null(), "at",
-                          clock_format(r->time, ts));
+    json_t *o = json_pack(
+        "{s:i,s:s,s:o,s:o,s:s}", "rank", r->rank, "reason", r->reason ? r->reason : "Error",
+        "exit_code", r->exit_code >= 0 ? json_integer(r->exit_code) : json_null(), "signal",
+        r->signal ? json_integer(r->signal) : json_null(), "at", clock_format(r->time, ts));
     if (r->node)
         json_object_set_new(o, "node", json_string(r->node));
     char *text = jsonx_dumps(o);
@@ -292,10 +292,17 @@ static void start_attempt(struct controller *c, struct executor *ex, const struc
     struct rank_change reset = { .rank = -1,
                                  .fields = RC_STATE | RC_PID | RC_EXIT | RC_RESTARTS | RC_REASON |
                                            RC_STARTED | RC_FINISHED,
-                                 .state = RANK_PENDING, .exit_code = -1, .restarts = attempt };
-    struct job_update u = { .pk = j->pk, .set_state = true, .state = JOB_STARTING,
-                            .reason = attempt ? "Restarting" : "Starting", .message = msg,
-                            .set_attempt = true, .attempt = attempt, .ranks = &reset,
+                                 .state = RANK_PENDING,
+                                 .exit_code = -1,
+                                 .restarts = attempt };
+    struct job_update u = { .pk = j->pk,
+                            .set_state = true,
+                            .state = JOB_STARTING,
+                            .reason = attempt ? "Restarting" : "Starting",
+                            .message = msg,
+                            .set_attempt = true,
+                            .attempt = attempt,
+                            .ranks = &reset,
                             .nranks = 1 };
     if (commit(c, &u) < 0)
         return;
@@ -312,8 +319,11 @@ static void start_attempt(struct controller *c, struct executor *ex, const struc
         return;
     }
     log_warn("controller: job %s did not start: %s", j->id, err.msg);
-    struct job_update fail = { .pk = j->pk, .set_state = true, .state = JOB_FAILED,
-                               .reason = "StartFailed", .message = err.msg };
+    struct job_update fail = { .pk = j->pk,
+                               .set_state = true,
+                               .state = JOB_FAILED,
+                               .reason = "StartFailed",
+                               .message = err.msg };
     commit(c, &fail);
     stop_job(c, ex, j);
     err_release(&err);
@@ -322,8 +332,12 @@ static void start_attempt(struct controller *c, struct executor *ex, const struc
 static void finish(struct controller *c, const struct job *j, enum job_state state,
                    const char *reason, const char *message, const char *ff)
 {
-    struct job_update u = { .pk = j->pk, .set_state = true, .state = state, .reason = reason,
-                            .message = message, .first_failure = ff };
+    struct job_update u = { .pk = j->pk,
+                            .set_state = true,
+                            .state = state,
+                            .reason = reason,
+                            .message = message,
+                            .first_failure = ff };
     if (commit(c, &u) == 0) {
         store_tokens_revoke_job(c->st, j->pk, clock_now_ns(), NULL);
         if (state == JOB_FAILED)
@@ -340,8 +354,12 @@ static void rank_failed(struct controller *c, struct executor *ex, const struct 
     char *ff = first_failure(r);
     const char *reason = r->reason && strcmp(r->reason, "Error") != 0 ? r->reason : "RankFailed";
     if (!ex->manages_restarts && restart_allowed(v, j->attempt, r)) {
-        struct job_update u = { .pk = j->pk, .set_state = true, .state = JOB_RESTARTING,
-                                .reason = reason, .message = msg, .first_failure = ff };
+        struct job_update u = { .pk = j->pk,
+                                .set_state = true,
+                                .state = JOB_RESTARTING,
+                                .reason = reason,
+                                .message = msg,
+                                .first_failure = ff };
         if (commit(c, &u) == 0) {
             c->restarts++;
             stop_job(c, ex, j);
@@ -356,8 +374,8 @@ static void rank_failed(struct controller *c, struct executor *ex, const struct 
 static void rank_ended(struct controller *c, struct executor *ex, const struct job *j,
                        const struct spec_view *v, const struct rank_report *r)
 {
-    bool stopping = j->state == JOB_CANCELLING || j->state == JOB_RESTARTING ||
-                    jobstate_terminal(j->state);
+    bool stopping =
+        j->state == JOB_CANCELLING || j->state == JOB_RESTARTING || jobstate_terminal(j->state);
     enum rank_state state = r->state;
     if (stopping && state == RANK_FAILED)
         state = RANK_STOPPED; /* it ended because trainyard stopped it */
@@ -365,11 +383,15 @@ static void rank_ended(struct controller *c, struct executor *ex, const struct j
     describe_end(r, msg, sizeof(msg));
     struct rank_change rc = { .rank = r->rank,
                               .fields = RC_STATE | RC_EXIT | RC_FINISHED | RC_REASON,
-                              .state = state, .exit_code = r->exit_code, .signal = r->signal,
-                              .reason = r->reason, .message = r->message,
+                              .state = state,
+                              .exit_code = r->exit_code,
+                              .signal = r->signal,
+                              .reason = r->reason,
+                              .message = r->message,
                               .finished_at = r->time };
-    struct job_event e = { .type = "rank_exited", .reason = r->reason, .message = msg,
-                           .rank = r->rank, .time = r->time };
+    struct job_event e = {
+        .type = "rank_exited", .reason = r->reason, .message = msg, .rank = r->rank, .time = r->time
+    };
     struct job_update u = { .pk = j->pk, .ranks = &rc, .nranks = 1, .events = &e, .nevents = 1 };
     if (commit(c, &u) < 0 || jobstate_terminal(j->state))
         return;
@@ -390,10 +412,14 @@ static void rank_running(struct controller *c, const struct job *j, const struct
 {
     struct rank_change rc = { .rank = r->rank,
                               .fields = RC_STATE | RC_PID | RC_NODE | RC_POD | RC_STARTED,
-                              .state = RANK_RUNNING, .pid = r->pid, .node = r->node,
-                              .pod = r->pod, .started_at = r->time };
-    struct job_event e = { .type = "rank_started", .reason = "Started", .rank = r->rank,
-                           .time = r->time };
+                              .state = RANK_RUNNING,
+                              .pid = r->pid,
+                              .node = r->node,
+                              .pod = r->pod,
+                              .started_at = r->time };
+    struct job_event e = {
+        .type = "rank_started", .reason = "Started", .rank = r->rank, .time = r->time
+    };
     struct job_update u = { .pk = j->pk, .ranks = &rc, .nranks = 1, .events = &e, .nevents = 1 };
     if (commit(c, &u) < 0 || j->state != JOB_STARTING)
         return;
@@ -406,9 +432,13 @@ static void rank_running(struct controller *c, const struct job *j, const struct
         running += ranks[i].state == RANK_RUNNING || ranks[i].state == RANK_SUCCEEDED;
     ranks_free(ranks, n);
     if (running == n) {
-        struct job_update run = { .pk = j->pk, .set_state = true, .state = JOB_RUNNING,
-                                  .only_if_state = true, .if_state = JOB_STARTING,
-                                  .reason = "Running", .message = "every rank is running" };
+        struct job_update run = { .pk = j->pk,
+                                  .set_state = true,
+                                  .state = JOB_RUNNING,
+                                  .only_if_state = true,
+                                  .if_state = JOB_STARTING,
+                                  .reason = "Running",
+                                  .message = "every rank is running" };
         commit(c, &run);
     }
 }
@@ -438,8 +468,12 @@ static void handle_job(struct controller *c, const struct job_report *r)
     if (!j)
         return;
     if (r->attempt == j->attempt) {
-        struct job_update u = { .pk = j->pk, .set_state = r->set_state, .state = r->state,
-                                .reason = r->reason, .message = r->message, .events = r->events,
+        struct job_update u = { .pk = j->pk,
+                                .set_state = r->set_state,
+                                .state = r->state,
+                                .reason = r->reason,
+                                .message = r->message,
+                                .events = r->events,
                                 .nevents = r->nevents };
         if (r->set_state && r->state == JOB_RESTARTING) {
             u.set_attempt = true;
@@ -452,26 +486,15 @@ static void handle_job(struct controller *c, const struct job_report *r)
     job_free(j);
 }
 
-static int by_priority(const void *a, const void *b)
-{
-    const struct job *x = *(struct job *const *)a, *y = *(struct job *const *)b;
-    if (x->priority != y->priority)
-        return x->priority > y->priority ? -1 : 1;
-    return x->pk < y->pk ? -1 : x->pk > y->pk;
-}
-
 /* Starts queued jobs in priority order, per executor, stopping at the first that does not fit
  * so that a large job is never overtaken forever by smaller ones. */
 static void admit(struct controller *c, struct job **jobs, size_t n)
 {
-    if (n > 1)
-        qsort(jobs, n, sizeof(*jobs), by_priority);
     for (size_t e = 0; e < c->nexec; e++) {
         struct executor *ex = c->executors[e];
         for (size_t i = 0; i < n; i++) {
             struct job *j = jobs[i];
-            if (j->state != JOB_QUEUED || strcmp(j->desired, "run") != 0 ||
-                strcmp(j->executor, ex->name) != 0)
+            if (strcmp(j->executor, ex->name) != 0)
                 continue;
             json_t *spec = json_loads(j->spec, 0, NULL);
             struct spec_view v;
@@ -525,22 +548,27 @@ static void check_job(struct controller *c, struct job *j, int64_t now)
     json_decref(spec);
 }
 
+#define ADMIT_BATCH 256
+
 static void reconcile(struct controller *c)
 {
     struct job **jobs = NULL;
     size_t n = 0;
     struct err err;
     err_init(&err);
-    if (store_jobs_active(c->st, NULL, &jobs, &n, &err) < 0) {
-        log_error("controller: listing jobs: %s", err.msg);
-        err_release(&err);
-        return;
+    if (store_jobs_in_flight(c->st, &jobs, &n, &err) == 0) {
+        int64_t now = clock_now_ns();
+        for (size_t i = 0; i < n; i++)
+            check_job(c, jobs[i], now);
+        jobs_free(jobs, n);
     }
-    int64_t now = clock_now_ns();
-    for (size_t i = 0; i < n; i++)
-        check_job(c, jobs[i], now);
-    admit(c, jobs, n);
-    jobs_free(jobs, n);
+    if (err.code == ERR_NONE && store_jobs_runnable(c->st, ADMIT_BATCH, &jobs, &n, &err) == 0) {
+        admit(c, jobs, n);
+        jobs_free(jobs, n);
+    }
+    if (err_is_set(&err))
+        log_error("controller: listing jobs: %s", err.msg);
+    err_release(&err);
     c->last_reconcile = clock_mono_ns();
 }
 
@@ -594,12 +622,12 @@ static void adopt_all(struct controller *c)
 {
     struct job **jobs = NULL;
     size_t n = 0;
-    if (store_jobs_active(c->st, NULL, &jobs, &n, NULL) < 0)
+    if (store_jobs_in_flight(c->st, &jobs, &n, NULL) < 0)
         return;
     for (size_t i = 0; i < n; i++) {
         struct job *j = jobs[i];
         struct executor *ex = executor_for(c, j->executor);
-        if (!ex || j->state == JOB_QUEUED)
+        if (!ex)
             continue;
         json_t *spec = json_loads(j->spec, 0, NULL);
         struct spec_view v;
@@ -677,6 +705,7 @@ void controller_metrics(struct controller *c, struct buf *out)
                "# TYPE trainyard_job_restarts_total counter\ntrainyard_job_restarts_total %llu\n"
                "# HELP trainyard_job_failures_total Jobs that failed.\n"
                "# TYPE trainyard_job_failures_total counter\ntrainyard_job_failures_total %llu\n",
-               (unsigned long long)c->starts, (unsigned long long)c->restarts,
-               (unsigned long long)c->failures);
+               (unsigned long long)atomic_load(&c->starts),
+               (unsigned long long)atomic_load(&c->restarts),
+               (unsigned long long)atomic_load(&c->failures));
 }

@@ -12,6 +12,8 @@
 
 #include "api/auth.h"
 #include "api/ratelimit.h"
+#include "api/rendezvous.h"
+#include "server/cli.h"
 #include "server/collect.h"
 #include "server/config.h"
 #include "server/controller.h"
@@ -46,14 +48,14 @@ struct daemon {
     char url[128];
 };
 
-static int usage(void)
+static int usage(FILE *out)
 {
-    fprintf(stderr,
-            "usage: trainyard <command> [options]\n\n"
-            "daemon:\n"
-            "  serve            run the daemon (serve --help lists every setting)\n"
-            "  token            create, list or revoke API tokens in the daemon's database\n"
-            "  version          print the version\n");
+    fprintf(out, "usage: trainyard <command> [options]\n\n"
+                 "daemon:\n"
+                 "  serve            run the daemon (serve --help lists every setting)\n"
+                 "  token            create, list or revoke API tokens in the daemon's database\n"
+                 "  version          print the version\n");
+    cli_usage(out);
     return 2;
 }
 
@@ -118,6 +120,8 @@ static void hook_metrics(void *ctx, struct buf *out)
 
 static int check_listener(const struct config *cfg, struct err *err)
 {
+    if (http_listen_check(cfg->listen, err) < 0)
+        return -1;
     bool loopback = http_is_loopback(cfg->listen);
     if (!cfg->auth && !loopback)
         return err_set(err, ERR_INVALID,
@@ -184,7 +188,8 @@ static int open_store(struct daemon *d, struct err *err)
     if (mkdir(d->cfg.data_dir, 0700) < 0 && errno != EEXIST)
         return err_set(err, ERR_IO, "cannot create %s: %s", d->cfg.data_dir, strerror(errno));
     char *path = xasprintf("%s/trainyard.db", d->cfg.data_dir);
-    struct store_options so = { .sync_full = d->cfg.sync_full, .busy_timeout_ms = 5000,
+    struct store_options so = { .sync_full = d->cfg.sync_full,
+                                .busy_timeout_ms = 5000,
                                 .max_batch = 512 };
     d->store = store_open(path, &so, err);
     free(path);
@@ -231,7 +236,8 @@ static int start_executors(struct daemon *d, struct err *err)
                                   .max_age_ns = d->cfg.log_max_age_ns,
                                   .poll_ns = d->cfg.log_poll_ns };
     d->collect = collect_new(d->store, d->notify, &co);
-    struct local_options lo = { .data_dir = d->cfg.data_dir, .slots = d->cfg.local_slots,
+    struct local_options lo = { .data_dir = d->cfg.data_dir,
+                                .slots = d->cfg.local_slots,
                                 .max_line = d->cfg.log_max_line,
                                 .logs = collect_sources(d->collect) };
     d->executors[d->nexec] = local_new(&lo, err);
@@ -256,19 +262,23 @@ static void setup_api(struct daemon *d)
     a->kubernetes_enabled = false;
     a->local_slots = d->cfg.local_slots;
     a->started_at = clock_now_ns();
-    a->hooks = (struct api_hooks){ .ctx = d, .job_changed = hook_job_changed,
-                                   .job_deleted = hook_job_deleted, .dry_run = hook_dry_run,
+    a->hooks = (struct api_hooks){ .ctx = d,
+                                   .job_changed = hook_job_changed,
+                                   .job_deleted = hook_job_deleted,
+                                   .dry_run = hook_dry_run,
                                    .metrics = hook_metrics,
                                    .triggers_pending = hook_triggers_pending,
                                    .webhooks_pending = hook_webhooks_pending };
     a->sns = d->sns;
     a->hook_max_body = (size_t)d->cfg.hook_max_body;
     ratelimit_init(a);
+    rendezvous_init(a);
 }
 
 static int start_http(struct daemon *d, struct err *err)
 {
-    struct http_options ho = { .listen = d->cfg.listen, .threads = d->cfg.http_threads,
+    struct http_options ho = { .listen = d->cfg.listen,
+                               .threads = d->cfg.http_threads,
                                .connection_limit = d->cfg.connection_limit,
                                .per_ip_limit = d->cfg.per_ip_limit,
                                .timeout_seconds = d->cfg.timeout_seconds,
@@ -316,6 +326,7 @@ static void run_until_stopped(struct daemon *d, int sigfd)
 
 static void teardown(struct daemon *d)
 {
+    rendezvous_release(&d->api);
     http_stop(d->http);
     triggerloop_free(d->triggers);
     controller_free(d->controller);
@@ -355,8 +366,10 @@ static int cmd_serve(int argc, char **argv)
         return 1;
     }
     setup_api(&d);
-    if (collect_start(d.collect, &err) < 0 || controller_start(d.controller, &err) < 0 ||
-        (collect_adopted(d.collect), start_http(&d, &err)) < 0 || start_triggers(&d, &err) < 0) {
+    int started = collect_start(d.collect, &err) == 0 && controller_start(d.controller, &err) == 0;
+    if (started)
+        collect_adopted(d.collect); /* running jobs have their log sources again */
+    if (!started || start_http(&d, &err) < 0 || start_triggers(&d, &err) < 0) {
         fprintf(stderr, "trainyard: %s\n", err.msg);
         teardown(&d);
         err_release(&err);
@@ -373,7 +386,7 @@ static int cmd_serve(int argc, char **argv)
 int main(int argc, char **argv)
 {
     if (argc < 2)
-        return usage();
+        return usage(stderr);
     const char *cmd = argv[1];
     if (strcmp(cmd, "serve") == 0) {
         curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -390,8 +403,8 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
-        usage();
+        usage(stdout);
         return 0;
     }
-    return usage();
+    return cli_main(argc - 1, argv + 1);
 }

@@ -89,7 +89,7 @@ static void describe(const struct err *err, char *out, size_t size)
 }
 
 /* Runs on the store writer thread after the job's COMMIT. */
-static void submitted(void *ctx, const struct jobs_submitted *r)
+static void submitted(void *ctx, struct submission *sub, const struct jobs_submitted *r)
 {
     struct slot *s = ctx;
     struct triggerloop *l = s->l;
@@ -104,6 +104,7 @@ static void submitted(void *ctx, const struct jobs_submitted *r)
         s->r.error = s->error;
         s->r.next_at = temporary ? clock_now_ns() + l->opts.retry_ns : 0;
     }
+    jobs_submission_free(sub);
     pthread_mutex_lock(&l->lock);
     l->inflight--;
     pthread_cond_broadcast(&l->cond);

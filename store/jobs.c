@@ -9,10 +9,11 @@
 #include "server/core/clock.h"
 #include "server/core/xalloc.h"
 #include "store/internal.h"
+#include "store/logcache.h"
 #include "store/tokens.h"
 
 #define JOB_COLS                                                                                   \
-    "pk, id, name, executor, state, reason, message, priority, queue, nranks, spec, owner, "      \
+    "pk, id, name, executor, state, reason, message, priority, queue, nranks, spec, owner, "       \
     "attempt, desired, first_failure, exec_state, created_at, started_at, finished_at, updated_at"
 
 enum {
@@ -27,8 +28,8 @@ enum {
     J_RANKS,
     J_LABELS,
     J_DELETE,
-    J_ACTIVE,
-    J_ACTIVE_ALL,
+    J_IN_FLIGHT,
+    J_RUNNABLE,
     J_COUNT,
 };
 
@@ -39,8 +40,9 @@ static const char *const sql[] = {
                  " :nranks, :spec, :owner, :desired, :now, :now)",
     [J_LABEL] = "INSERT INTO job_labels (job_pk, key, value) VALUES (:pk, :key, :value)",
     [J_RANK] = "INSERT INTO ranks (job_pk, rank, state) VALUES (:pk, :rank, 'pending')",
-    [J_IDEM_GET] = "SELECT i.body_hash, j.pk, j.id FROM idempotency i JOIN jobs j ON j.pk = i.job_pk"
-                   " WHERE i.owner = :owner AND i.key = :key",
+    [J_IDEM_GET] =
+        "SELECT i.body_hash, j.pk, j.id FROM idempotency i JOIN jobs j ON j.pk = i.job_pk"
+        " WHERE i.owner = :owner AND i.key = :key",
     [J_IDEM_PUT] = "INSERT INTO idempotency (owner, key, body_hash, job_pk, created_at)"
                    " VALUES (:owner, :key, :hash, :pk, :now)",
     [J_LOG_STATE] = "INSERT INTO log_state (job_pk) VALUES (:pk)",
@@ -51,10 +53,12 @@ static const char *const sql[] = {
     [J_LABELS] = "SELECT key, value FROM job_labels WHERE job_pk = :pk ORDER BY key",
     [J_DELETE] = "DELETE FROM jobs WHERE pk = :pk AND state IN"
                  " ('succeeded', 'failed', 'cancelled', 'preempted')",
-    [J_ACTIVE] = "SELECT " JOB_COLS " FROM jobs WHERE executor = :executor AND state NOT IN"
-                 " ('succeeded', 'failed', 'cancelled', 'preempted') ORDER BY pk",
-    [J_ACTIVE_ALL] = "SELECT " JOB_COLS " FROM jobs WHERE state NOT IN"
-                     " ('succeeded', 'failed', 'cancelled', 'preempted') ORDER BY pk",
+    [J_IN_FLIGHT] = "SELECT " JOB_COLS " FROM jobs WHERE state IN"
+                    " ('starting', 'running', 'restarting', 'cancelling') ORDER BY pk",
+    /* INDEXED BY: without statistics SQLite would scan every queued job by state. */
+    [J_RUNNABLE] = "SELECT " JOB_COLS " FROM jobs INDEXED BY jobs_runnable"
+                   " WHERE state = 'queued' AND desired = 'run'"
+                   " ORDER BY priority DESC, pk LIMIT :limit",
     [J_COUNT] = "SELECT state, count(*) FROM jobs GROUP BY state",
 };
 
@@ -171,8 +175,10 @@ static int insert_children(struct conn *c, const struct job_new *jn, int64_t pk,
     bind_int(s, ":pk", pk);
     if (sql_exec_stmt(c, s, err, "storing log state") < 0)
         return -1;
-    struct job_event accepted = { .type = "accepted", .reason = "Submitted",
-                                  .message = jn->hold ? "held until resumed" : "", .rank = -1 };
+    struct job_event accepted = { .type = "accepted",
+                                  .reason = "Submitted",
+                                  .message = jn->hold ? "held until resumed" : "",
+                                  .rank = -1 };
     return event_insert(c, pk, &accepted, jn->now, err);
 }
 
@@ -214,8 +220,11 @@ static int apply_insert(struct conn *c, void *arg, struct err *err)
         return -1;
     char target[64];
     snprintf(target, sizeof(target), "job/%s", jn->id);
-    struct audit_entry audit = { .actor = jn->owner, .action = "job.create", .target = target,
-                                 .request_id = jn->request_id, .time = jn->now };
+    struct audit_entry audit = { .actor = jn->owner,
+                                 .action = "job.create",
+                                 .target = target,
+                                 .request_id = jn->request_id,
+                                 .time = jn->now };
     if (audit_insert(c, &audit, err) < 0)
         return -1;
     if (!jn->idempotency_key)
@@ -262,8 +271,7 @@ void store_job_insert_async(struct store *st, const struct job_new *jn, struct j
     store_write_async(st, apply_insert, &a->op, insert_done, a);
 }
 
-static struct job *get_one(struct store *st, int which, const char *id, int64_t pk,
-                           struct err *err)
+static struct job *get_one(struct store *st, int which, const char *id, int64_t pk, struct err *err)
 {
     struct conn *c = store_reader(st, err);
     sqlite3_stmt *s = c ? STMT(c, which, err) : NULL;
@@ -371,7 +379,9 @@ json_t *store_job_labels(struct store *st, int64_t pk, struct err *err)
 static void label_clause(struct buf *q, const struct label_req *l, const char ***binds, size_t *nb)
 {
     bool negate = l->op == LABEL_NE || l->op == LABEL_NOTIN || l->op == LABEL_ABSENT;
-    buf_printf(q, " AND pk %sIN (SELECT job_pk FROM job_labels WHERE key = ?", negate ? "NOT " : "");
+    /* A probe per candidate job, newest first: a page of a common label stops early. */
+    buf_printf(q, " AND %sEXISTS (SELECT 1 FROM job_labels WHERE job_pk = jobs.pk AND key = ?",
+               negate ? "NOT " : "");
     *binds = xrealloc(*binds, (*nb + 1 + l->nvalues) * sizeof(**binds));
     (*binds)[(*nb)++] = l->key;
     if (l->op != LABEL_EXISTS && l->op != LABEL_ABSENT) {
@@ -466,15 +476,24 @@ out:
     return rc;
 }
 
-int store_jobs_active(struct store *st, const char *executor, struct job ***out, size_t *n,
-                      struct err *err)
+int store_jobs_in_flight(struct store *st, struct job ***out, size_t *n, struct err *err)
 {
     struct conn *c = store_reader(st, err);
-    sqlite3_stmt *s = c ? STMT(c, executor ? J_ACTIVE : J_ACTIVE_ALL, err) : NULL;
+    sqlite3_stmt *s = c ? STMT(c, J_IN_FLIGHT, err) : NULL;
     if (!s)
         return -1;
-    if (executor)
-        bind_text(s, ":executor", executor);
+    int rc = collect_jobs(c, s, out, n, err);
+    sqlite3_reset(s);
+    return rc;
+}
+
+int store_jobs_runnable(struct store *st, int limit, struct job ***out, size_t *n, struct err *err)
+{
+    struct conn *c = store_reader(st, err);
+    sqlite3_stmt *s = c ? STMT(c, J_RUNNABLE, err) : NULL;
+    if (!s)
+        return -1;
+    bind_int(s, ":limit", limit);
     int rc = collect_jobs(c, s, out, n, err);
     sqlite3_reset(s);
     return rc;
@@ -513,5 +532,8 @@ static int apply_delete(struct conn *c, void *arg, struct err *err)
 
 int store_job_delete(struct store *st, int64_t pk, struct err *err)
 {
-    return store_write_wait(st, apply_delete, &pk, err);
+    int rc = store_write_wait(st, apply_delete, &pk, err);
+    if (rc == 0)
+        logcache_drop(store_logcache(st), pk);
+    return rc;
 }

@@ -8,6 +8,7 @@
 #include <pthread.h>
 
 #include "server/core/xalloc.h"
+#include "store/logcache.h"
 
 struct reader {
     struct conn *conn;
@@ -23,14 +24,19 @@ struct store {
     pthread_mutex_t lock; /* guards readers */
     struct reader *readers;
     int schema_version;
+    struct logcache *logcache;
 };
 
-static const char *const pragmas =
-    "PRAGMA journal_mode=WAL;"
-    "PRAGMA foreign_keys=ON;"
-    "PRAGMA temp_store=MEMORY;"
-    "PRAGMA cache_size=-16000;"
-    "PRAGMA wal_autocheckpoint=4000;";
+struct logcache *store_logcache(struct store *st)
+{
+    return st->logcache;
+}
+
+static const char *const pragmas = "PRAGMA journal_mode=WAL;"
+                                   "PRAGMA foreign_keys=ON;"
+                                   "PRAGMA temp_store=MEMORY;"
+                                   "PRAGMA cache_size=-4000;"
+                                   "PRAGMA wal_autocheckpoint=4000;";
 
 struct conn *conn_open(const char *path, const struct store_options *opts, struct err *err)
 {
@@ -110,7 +116,8 @@ struct conn *store_reader(struct store *st, struct err *err)
 
 struct store *store_open(const char *path, const struct store_options *opts, struct err *err)
 {
-    struct store_options defaults = { .sync_full = true, .busy_timeout_ms = 5000,
+    struct store_options defaults = { .sync_full = true,
+                                      .busy_timeout_ms = 5000,
                                       .max_batch = 512 };
     struct store *st = XNEW(struct store);
     st->path = xstrdup(path);
@@ -120,7 +127,8 @@ struct store *store_open(const char *path, const struct store_options *opts, str
     pthread_mutex_init(&st->lock, NULL);
     pthread_key_create(&st->key, reader_release);
     struct conn *wc = conn_open(path, &st->opts, err);
-    if (!wc || migrations_apply(wc, err) < 0)
+    /* The writer touches the most pages (indexes, log blocks): it gets the larger cache. */
+    if (!wc || sql_exec(wc, "PRAGMA cache_size=-16000", err) < 0 || migrations_apply(wc, err) < 0)
         goto fail;
     sqlite3_stmt *s = stmt(wc, MOD_MISC, 0, "PRAGMA user_version", err);
     if (s && sqlite3_step(s) == SQLITE_ROW)
@@ -130,6 +138,7 @@ struct store *store_open(const char *path, const struct store_options *opts, str
     st->writer = writer_start(wc, st->opts.max_batch, err);
     if (!st->writer)
         goto fail;
+    st->logcache = logcache_new(64u << 20);
     return st;
 fail:
     conn_close(wc);
@@ -145,6 +154,7 @@ void store_close(struct store *st)
     if (!st)
         return;
     writer_stop(st->writer);
+    logcache_free(st->logcache);
     pthread_key_delete(st->key);
     pthread_mutex_lock(&st->lock);
     while (st->readers) {

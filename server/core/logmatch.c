@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 
+#include "server/core/buf.h"
 #include "server/core/words.h"
 #include "server/core/xalloc.h"
 
@@ -42,11 +43,31 @@ static void phrase_word(void *ctx, const char *w, size_t n)
         require(ps->m, w, n);
 }
 
-static void query_word(void *ctx, const char *w, size_t n)
+static void add_phrase(struct logmatch *m, const char *p, size_t n)
 {
-    struct logmatch *m = ctx;
-    add_word(m, w, n);
-    require(m, w, n);
+    m->phrases = xrealloc(m->phrases, (m->nphrases + 1) * sizeof(char *));
+    m->phrases[m->nphrases++] = lower_dup(p, n);
+    struct phrase_scan ps = { m, p, n };
+    words_each(p, n, phrase_word, &ps);
+}
+
+static bool all_word_chars(const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)p[i]) && p[i] != '_')
+            return false;
+    return n > 0;
+}
+
+/* A bare term: a word when it is one ("watchdog"), else a phrase ("run-33", "10.0.1.7"). */
+static void add_term(struct logmatch *m, const char *p, size_t n)
+{
+    if (all_word_chars(p, n)) {
+        add_word(m, p, n);
+        require(m, p, n);
+    } else if (n) {
+        add_phrase(m, p, n);
+    }
 }
 
 int logmatch_parse(struct logmatch *m, const char *q, struct err *err)
@@ -60,20 +81,15 @@ int logmatch_parse(struct logmatch *m, const char *q, struct err *err)
                 logmatch_release(m);
                 return err_set(err, ERR_INVALID, "q has an unterminated \"phrase\"");
             }
-            size_t n = (size_t)(end - p - 1);
-            if (n) {
-                m->phrases = xrealloc(m->phrases, (m->nphrases + 1) * sizeof(char *));
-                m->phrases[m->nphrases++] = lower_dup(p + 1, n);
-                struct phrase_scan ps = { m, p + 1, n };
-                words_each(p + 1, n, phrase_word, &ps);
-            }
+            if (end > p + 1)
+                add_phrase(m, p + 1, (size_t)(end - p - 1));
             p = end + 1;
             continue;
         }
         const char *end = p;
         while (*end && *end != '"' && *end != ' ')
             end++;
-        words_each(p, (size_t)(end - p), query_word, m);
+        add_term(m, p, (size_t)(end - p));
         p = *end == ' ' ? end + 1 : end;
     }
     if (m->nwords == 0 && m->nphrases == 0) {
@@ -95,35 +111,17 @@ void logmatch_release(struct logmatch *m)
     memset(m, 0, sizeof(*m));
 }
 
-/* Case-insensitive search of needle (lowercase) in hay. */
-static const char *find_ci(const char *hay, size_t hn, const char *needle, size_t nn)
-{
-    if (nn == 0 || nn > hn)
-        return nn == 0 ? hay : NULL;
-    char first = needle[0];
-    for (size_t i = 0; i + nn <= hn; i++) {
-        if (tolower((unsigned char)hay[i]) != first)
-            continue;
-        size_t k = 1;
-        while (k < nn && tolower((unsigned char)hay[i + k]) == needle[k])
-            k++;
-        if (k == nn)
-            return hay + i;
-    }
-    return NULL;
-}
-
 static bool is_word_char(char c)
 {
     return isalnum((unsigned char)c) || c == '_';
 }
 
-/* Finds word w (lowercase) as a whole word in text; returns its start or NULL. */
+/* Finds word w (lowercase) as a whole word in lowered text; returns its start or NULL. */
 static const char *find_word(const char *text, size_t len, const char *w)
 {
     size_t wn = strlen(w), off = 0;
     while (off < len) {
-        const char *hit = find_ci(text + off, len - off, w, wn);
+        const char *hit = memmem(text + off, len - off, w, wn);
         if (!hit)
             return NULL;
         bool left = hit == text || !is_word_char(hit[-1]);
@@ -135,39 +133,56 @@ static const char *find_word(const char *text, size_t len, const char *w)
     return NULL;
 }
 
-static bool match_plain(const struct logmatch *m, const char *text, size_t len);
-
-/* Colour codes glue to words ("\e[31mred"): lines holding them are matched without them. */
-bool logmatch_line(const struct logmatch *m, const char *text, size_t len)
+/* ASCII lowercase without a locale lookup, so that the compiler can vectorise the loop. */
+static inline char ascii_lower(char c)
 {
-    if (!memchr(text, 0x1b, len))
-        return match_plain(m, text, len);
-    char stack[1024];
-    char *plain = len <= sizeof(stack) ? stack : xmalloc(len);
+    unsigned char u = (unsigned char)c;
+    return (char)(u | (((unsigned char)(u - 'A') < 26) << 5));
+}
+
+/* The line lowercased (and without ANSI codes when strip), for memmem. */
+static void lowered(struct buf *out, const char *text, size_t len, bool strip)
+{
+    buf_reset(out);
+    buf_reserve(out, len);
+    char *o = out->data;
     size_t n = 0;
     for (size_t i = 0; i < len;) {
-        size_t esc = words_ansi_len(text + i, len - i);
+        size_t esc = strip && text[i] == 0x1b ? words_ansi_len(text + i, len - i) : 0;
         if (esc) {
             i += esc;
             continue;
         }
-        plain[n++] = text[i++];
+        o[n++] = ascii_lower(text[i++]);
     }
-    bool ok = match_plain(m, plain, n);
-    if (plain != stack)
-        free(plain);
-    return ok;
+    out->len = n;
+    o[n] = '\0';
 }
 
-static bool match_plain(const struct logmatch *m, const char *text, size_t len)
+static bool match_lowered(const struct logmatch *m, const char *text, size_t len)
 {
+    for (size_t i = 0; i < m->nphrases; i++)
+        if (!memmem(text, len, m->phrases[i], strlen(m->phrases[i])))
+            return false;
     for (size_t i = 0; i < m->nwords; i++)
         if (!find_word(text, len, m->words[i]))
             return false;
-    for (size_t i = 0; i < m->nphrases; i++)
-        if (!find_ci(text, len, m->phrases[i], strlen(m->phrases[i])))
-            return false;
     return true;
+}
+
+bool logmatch_line(const struct logmatch *m, const char *text, size_t len)
+{
+    static __thread char stack[4096];
+    if (len < sizeof(stack) && !memchr(text, 0x1b, len)) {
+        for (size_t i = 0; i < len; i++)
+            stack[i] = ascii_lower(text[i]);
+        return match_lowered(m, stack, len);
+    }
+    struct buf low = BUF_INIT;
+    lowered(&low, text, len, true);
+    bool ok = match_lowered(m, buf_cstr(&low), low.len);
+    buf_release(&low);
+    return ok;
 }
 
 bool logmatch_block(const struct logmatch *m, const unsigned char *bloom, size_t len)
@@ -183,15 +198,19 @@ bool logmatch_block(const struct logmatch *m, const unsigned char *bloom, size_t
 void logmatch_spans(const struct logmatch *m, const char *text, size_t len,
                     void (*fn)(void *ctx, size_t start, size_t n), void *ctx)
 {
+    struct buf low = BUF_INIT;
+    lowered(&low, text, len, false); /* positions must stay those of the shown line */
+    const char *t = buf_cstr(&low);
     for (size_t i = 0; i < m->nwords; i++) {
-        const char *hit = find_word(text, len, m->words[i]);
+        const char *hit = find_word(t, low.len, m->words[i]);
         if (hit)
-            fn(ctx, (size_t)(hit - text), strlen(m->words[i]));
+            fn(ctx, (size_t)(hit - t), strlen(m->words[i]));
     }
     for (size_t i = 0; i < m->nphrases; i++) {
         size_t n = strlen(m->phrases[i]);
-        const char *hit = find_ci(text, len, m->phrases[i], n);
+        const char *hit = memmem(t, low.len, m->phrases[i], n);
         if (hit)
-            fn(ctx, (size_t)(hit - text), n);
+            fn(ctx, (size_t)(hit - t), n);
     }
+    buf_release(&low);
 }

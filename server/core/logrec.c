@@ -3,13 +3,27 @@
 
 #include "server/core/linesplit.h"
 
+/* Formats by hand: the shim writes one record per line of output, so printf would dominate. */
 void logrec_format(struct buf *out, const struct logrec *r)
 {
-    char flag = r->flags & LINE_PROGRESS ? 'p' : r->flags & LINE_PARTIAL ? 'u' : '-';
-    buf_printf(out, "%lld %c%c ", (long long)r->time, r->stream == STREAM_STDERR ? 'e' : 'o',
-               flag);
-    buf_append(out, r->text, r->len);
-    buf_putc(out, '\n');
+    char head[32], *p = head + sizeof(head);
+    *--p = ' ';
+    *--p = r->flags & LINE_PROGRESS ? 'p' : r->flags & LINE_PARTIAL ? 'u' : '-';
+    *--p = r->stream == STREAM_STDERR ? 'e' : 'o';
+    *--p = ' ';
+    uint64_t t = r->time > 0 ? (uint64_t)r->time : 0;
+    do {
+        *--p = (char)('0' + t % 10);
+        t /= 10;
+    } while (t);
+    size_t hlen = (size_t)(head + sizeof(head) - p);
+    buf_reserve(out, hlen + r->len + 1);
+    memcpy(out->data + out->len, p, hlen);
+    if (r->len)
+        memcpy(out->data + out->len + hlen, r->text, r->len);
+    out->len += hlen + r->len;
+    out->data[out->len++] = '\n';
+    out->data[out->len] = '\0';
 }
 
 long logrec_parse(const char *data, size_t len, struct logrec *r)

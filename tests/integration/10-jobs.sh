@@ -82,8 +82,8 @@ check_eq "resume twice is a conflict" 409 "$(status POST "/v1/jobs/$id/resume")"
 # Capacity: jobs that do not fit wait in queued, by priority then age, and never half-start.
 big=$(submit '{"name":"big","command":["sleep","2"],"procs_per_node":6}' | jq -r .id)
 check "big runs" wait_state "$big" running
-small=$(submit '{"name":"small","command":["true"],"procs_per_node":4}' | jq -r .id)
-urgent=$(submit '{"name":"urgent","command":["true"],"procs_per_node":4,"priority":10}' | jq -r .id)
+small=$(submit '{"name":"small","command":["true"],"procs_per_node":6}' | jq -r .id)
+urgent=$(submit '{"name":"urgent","command":["sleep","0.5"],"procs_per_node":6,"priority":10}' | jq -r .id)
 sleep 0.5
 check_eq "small waits for slots" queued "$(api GET "/v1/jobs/$small" | jq -r .state)"
 check_eq "no rank of a waiting job started" 0 "$(api GET "/v1/jobs/$small" | jq '[.ranks[] | select(.state!="pending")] | length')"
@@ -91,7 +91,7 @@ check "urgent runs" wait_state "$urgent" succeeded
 t_urgent=$(api GET "/v1/jobs/$urgent" | jq -r .started_at)
 check "small runs after" wait_state "$small" succeeded
 t_small=$(api GET "/v1/jobs/$small" | jq -r .started_at)
-check "higher priority started first" test "$t_urgent" \< "$t_small"
+check "higher priority started first, though submitted later" test "$t_urgent" \< "$t_small"
 
 # Listing: filters and cursor pagination.
 check_eq "filter by state" "$(api GET '/v1/jobs?state=cancelled' | jq '.items | length')" 1

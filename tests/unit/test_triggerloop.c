@@ -99,8 +99,9 @@ struct wait {
     char id[32];
 };
 
-static void done(void *ctx, const struct jobs_submitted *r)
+static void done(void *ctx, struct submission *s, const struct jobs_submitted *r)
 {
+    jobs_submission_free(s);
     struct wait *w = ctx;
     pthread_mutex_lock(&w->lock);
     snprintf(w->id, sizeof(w->id), "%s", r->rc == 0 ? r->id : "");

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Durable submissions per second (keep-alive clients), GET and list latency with 100,000 jobs
+# stored, memory when idle and with 100,000 jobs, start-up time. Usage: bench/bench-submit.sh
+# (TY_BUILD defaults to build/; wrk from Debian is the load generator, on the same 2 cores).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+build=${TY_BUILD:-$here/../build}
+work=$(mktemp -d /tmp/bench-submit.XXXXXX)
+token=ty_benchadmintoken0123456789abcdefghijk
+export TY_TOKEN=$token
+pid=""
+trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$work"' EXIT
+start() {
+    TRAINYARD_ADMIN_TOKEN=$token "$build/trainyard" serve --listen 127.0.0.1:${port:-0} \
+        --data-dir "$work/data" --log-level warn >"$work/out" 2>"$work/err" &
+    pid=$!
+    for _ in $(seq 1 600); do
+        url=$(grep -o 'http://[0-9.:]*' "$work/out" 2>/dev/null | head -1 || true)
+        [ -n "$url" ] && curl -sf "$url/readyz" >/dev/null 2>&1 && return 0
+        sleep 0.01
+    done
+    return 1
+}
+rss() { awk '/VmRSS/ {printf "%.1f MiB", $2 / 1024}' /proc/$pid/status; }
+count() { curl -s -H "Authorization: Bearer $token" "$url/metrics" | awk '/^trainyard_jobs\{/ {n += $2} END {print n}'; }
+
+t0=$(date +%s%N); start; t1=$(date +%s%N)
+echo "start-up (empty database): $(((t1 - t0) / 1000000)) ms; RSS idle: $(rss)"
+echo "-- POST /v1/jobs, 1 KB spec, 64 keep-alive connections, 10 s (wrk -t2 -c64)"
+wrk -t2 -c64 -d10s --latency -s "$here/post-job.lua" "$url/v1/jobs" | grep -E 'Requests/sec|50%|90%|99%|non-201|requests in'
+echo "jobs stored: $(count)"
+echo "-- filling to 100,000 jobs"
+while [ "$(count)" -lt 100000 ]; do
+    wrk -t2 -c64 -d5s -s "$here/post-job.lua" "$url/v1/jobs" >/dev/null
+done
+echo "jobs stored: $(count); RSS: $(rss)"
+curl -s -H "Authorization: Bearer $token" "$url/v1/jobs?limit=1000" | jq -r '.items[].id' >"$work/ids"
+echo "-- GET /v1/jobs/{id}, random ids, 10 s"
+TY_IDS="$work/ids" wrk -t2 -c16 -d10s --latency -s "$here/get-jobs.lua" "$url" | grep -E 'Requests/sec|50%|90%|99%'
+echo "-- GET /v1/jobs?limit=50 (newest page), 10 s"
+wrk -t2 -c16 -d10s --latency -H "Authorization: Bearer $token" "$url/v1/jobs?limit=50" | grep -E 'Requests/sec|50%|90%|99%'
+echo "-- GET /v1/jobs?state=queued&selector=team%3Dnlp&limit=50, 10 s"
+wrk -t2 -c16 -d10s --latency -H "Authorization: Bearer $token" "$url/v1/jobs?state=queued&selector=team%3Dnlp&limit=50" | grep -E 'Requests/sec|50%|99%'
+echo "RSS with $(count) jobs after the reads: $(rss)"
+port=${url##*:}
+kill $pid; wait $pid 2>/dev/null || true
+t0=$(date +%s%N); start; t1=$(date +%s%N)
+echo "start-up with $(count) jobs: $(((t1 - t0) / 1000000)) ms; RSS after start: $(rss)"
+du -sh "$work/data" | awk '{print "database size: " $1}'
