@@ -103,9 +103,9 @@ struct api {
     int local_slots;        /* ranks the local executor can run at once */
     const char *public_url; /* base URL for links (webhooks, Location), may be NULL */
     int64_t started_at;
-    void *ratelimit;  /* api/ratelimit.c state */
-    void *rendezvous; /* api/rendezvous.c state: requests waiting for keys and barriers */
-    void *extra;      /* per-feature state (triggers, webhooks) */
+    void *ratelimit;          /* api/ratelimit.c state */
+    void *rendezvous;         /* api/rendezvous.c state: requests waiting for keys and barriers */
+    void *extra;              /* per-feature state (triggers, webhooks) */
     struct sns_verifier *sns; /* checks SNS signatures of hook deliveries; NULL: SNS refused */
     size_t hook_max_body;     /* hook bodies over this are rejected and recorded; 0: 1 MiB */
 };

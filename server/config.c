@@ -85,7 +85,8 @@ static const struct option_def options[] = {
     OPT("sns-cert-ca", O_STRING, sns_cert_ca, "",
         "PEM CAs that SNS signing certificates must chain to (default: not checked)"),
     OPT("test-sns-cert-host", O_STRING, test_sns_cert_host, "",
-        "TESTS ONLY: accept SNS certificate and SubscribeURL host:port instead of sns.*.amazonaws.com"),
+        "TESTS ONLY: accept SNS certificate and SubscribeURL host:port instead of "
+        "sns.*.amazonaws.com"),
     OPT("test-sns-ca-file", O_STRING, test_sns_ca_file, "",
         "TESTS ONLY: CA to trust when fetching from --test-sns-cert-host"),
     OPT("webhook-workers", O_INT, webhook_workers, "4", "webhook messages sent at once at most"),
@@ -93,7 +94,8 @@ static const struct option_def options[] = {
         "a webhook receiver must answer within this"),
     OPT("webhook-retry-base", O_DURATION, webhook_retry_base_ns, "5s",
         "delay after a failed webhook attempt (doubles each time)"),
-    OPT("webhook-retry-max", O_DURATION, webhook_retry_max_ns, "1h", "longest delay between attempts"),
+    OPT("webhook-retry-max", O_DURATION, webhook_retry_max_ns, "1h",
+        "longest delay between attempts"),
     OPT("webhook-attempts", O_INT, webhook_attempts, "12", "attempts per webhook message at most"),
 };
 

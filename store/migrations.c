@@ -157,19 +157,19 @@ static const char *const migrations[] = {
     "  pk INTEGER PRIMARY KEY,"
     "  name TEXT NOT NULL UNIQUE,"
     "  description TEXT NOT NULL DEFAULT '',"
-    "  spec TEXT NOT NULL,"              /* the job spec with ${VARIABLES}, JSON */
+    "  spec TEXT NOT NULL," /* the job spec with ${VARIABLES}, JSON */
     "  created_by TEXT NOT NULL DEFAULT '',"
     "  created_at INTEGER NOT NULL,"
     "  updated_at INTEGER NOT NULL);"
     "CREATE TABLE triggers ("
     "  pk INTEGER PRIMARY KEY,"
-    "  id TEXT NOT NULL UNIQUE,"         /* trg_...: the hook URL's last segment */
+    "  id TEXT NOT NULL UNIQUE," /* trg_...: the hook URL's last segment */
     "  name TEXT NOT NULL UNIQUE,"
     "  template_pk INTEGER NOT NULL REFERENCES templates(pk)," /* a used template is not deleted */
     "  template_values TEXT NOT NULL DEFAULT '{}',"
-    "  rule TEXT NOT NULL DEFAULT '{}',"  /* JSON: bucket, prefix, suffix, events, min_size */
+    "  rule TEXT NOT NULL DEFAULT '{}'," /* JSON: bucket, prefix, suffix, events, min_size */
     "  sender TEXT NOT NULL DEFAULT 'auto',"
-    "  auth TEXT NOT NULL DEFAULT '{}',"  /* JSON without secrets: mode, header, topic_arns */
+    "  auth TEXT NOT NULL DEFAULT '{}',"    /* JSON without secrets: mode, header, topic_arns */
     "  secrets TEXT NOT NULL DEFAULT '[]'," /* JSON: sha256 digests, or whsec_ for hmac */
     "  enabled INTEGER NOT NULL DEFAULT 1,"
     "  created_by TEXT NOT NULL DEFAULT '',"
@@ -181,8 +181,8 @@ static const char *const migrations[] = {
     "  received_at INTEGER NOT NULL,"
     "  sender TEXT NOT NULL,"
     "  delivery_id TEXT NOT NULL DEFAULT ''," /* SNS MessageId, EventBridge id, webhook-id */
-    "  outcome TEXT NOT NULL,"           /* accepted ignored duplicate subscribe unsubscribed
-                                            rejected retry */
+    "  outcome TEXT NOT NULL,"                /* accepted ignored duplicate subscribe unsubscribed
+                                                 rejected retry */
     "  status INTEGER NOT NULL,"
     "  verified INTEGER NOT NULL,"
     "  summary TEXT NOT NULL DEFAULT '',"
@@ -196,8 +196,8 @@ static const char *const migrations[] = {
     "  pk INTEGER PRIMARY KEY,"
     "  trigger_pk INTEGER NOT NULL REFERENCES triggers(pk) ON DELETE CASCADE,"
     "  dedupe_key TEXT NOT NULL,"
-    "  delivery_pk INTEGER NOT NULL,"    /* the first delivery (kept when deliveries are pruned) */
-    "  event TEXT NOT NULL,"             /* the normalised upload event, JSON */
+    "  delivery_pk INTEGER NOT NULL," /* the first delivery (kept when deliveries are pruned) */
+    "  event TEXT NOT NULL,"          /* the normalised upload event, JSON */
     "  state TEXT NOT NULL DEFAULT 'pending'," /* pending | submitted | failed */
     "  job_id TEXT NOT NULL DEFAULT '',"
     "  error TEXT NOT NULL DEFAULT '',"
@@ -217,7 +217,7 @@ static const char *const migrations[] = {
     "CREATE TABLE trigger_sns ("
     "  trigger_pk INTEGER NOT NULL REFERENCES triggers(pk) ON DELETE CASCADE,"
     "  topic_arn TEXT NOT NULL,"
-    "  state TEXT NOT NULL,"             /* pending | confirmed | failed | unsubscribed */
+    "  state TEXT NOT NULL," /* pending | confirmed | failed | unsubscribed */
     "  subscribe_url TEXT NOT NULL DEFAULT '',"
     "  subscription_arn TEXT NOT NULL DEFAULT '',"
     "  error TEXT NOT NULL DEFAULT '',"
@@ -228,11 +228,11 @@ static const char *const migrations[] = {
     "  PRIMARY KEY (trigger_pk, topic_arn)) WITHOUT ROWID;"
     "CREATE TABLE webhooks ("
     "  pk INTEGER PRIMARY KEY,"
-    "  id TEXT NOT NULL UNIQUE,"         /* whk_... */
+    "  id TEXT NOT NULL UNIQUE," /* whk_... */
     "  name TEXT NOT NULL DEFAULT '',"
     "  url TEXT NOT NULL,"
-    "  events TEXT NOT NULL,"            /* JSON array of event names */
-    "  secret TEXT NOT NULL,"            /* whsec_...: needed to sign, so kept as is */
+    "  events TEXT NOT NULL,"                    /* JSON array of event names */
+    "  secret TEXT NOT NULL,"                    /* whsec_...: needed to sign, so kept as is */
     "  format TEXT NOT NULL DEFAULT 'standard'," /* standard | slack */
     "  enabled INTEGER NOT NULL DEFAULT 1,"
     "  disabled_reason TEXT NOT NULL DEFAULT '',"
@@ -243,7 +243,7 @@ static const char *const migrations[] = {
     "CREATE TABLE webhook_outbox ("
     "  pk INTEGER PRIMARY KEY,"
     "  webhook_pk INTEGER NOT NULL REFERENCES webhooks(pk) ON DELETE CASCADE,"
-    "  msg_id TEXT NOT NULL UNIQUE,"     /* webhook-id, the same on every attempt */
+    "  msg_id TEXT NOT NULL UNIQUE," /* webhook-id, the same on every attempt */
     "  event TEXT NOT NULL,"
     "  job_id TEXT NOT NULL DEFAULT ''," /* messages of one job go out in pk order */
     "  body TEXT NOT NULL,"
@@ -262,7 +262,7 @@ static const char *const migrations[] = {
     "  outbox_pk INTEGER NOT NULL REFERENCES webhook_outbox(pk) ON DELETE CASCADE,"
     "  attempt INTEGER NOT NULL,"
     "  time INTEGER NOT NULL,"
-    "  status INTEGER NOT NULL,"         /* 0: no response */
+    "  status INTEGER NOT NULL," /* 0: no response */
     "  error TEXT NOT NULL DEFAULT '',"
     "  duration_ms INTEGER NOT NULL,"
     "  PRIMARY KEY (outbox_pk, attempt)) WITHOUT ROWID;"

@@ -101,11 +101,11 @@ struct wait {
 
 static void done(void *ctx, struct submission *s, const struct jobs_submitted *r)
 {
-    jobs_submission_free(s);
     struct wait *w = ctx;
     pthread_mutex_lock(&w->lock);
     snprintf(w->id, sizeof(w->id), "%s", r->rc == 0 ? r->id : "");
     w->done = true;
+    jobs_submission_free(s);
     pthread_cond_signal(&w->cond);
     pthread_mutex_unlock(&w->lock);
 }
