@@ -10,8 +10,9 @@
  * ids cannot be probed. Rejections say only "could not be authenticated"; the reason is in the
  * delivery log, for admins.
  *
- * Threads: the handler runs on an HTTP thread (an SNS certificate not yet cached is fetched
- * there, bounded by its timeout); the answer is completed on the store writer thread.
+ * Threads: the handler and the answer (res->finish) run on HTTP threads (an SNS certificate not
+ * yet cached is fetched there, bounded by its timeout); the store writer thread only wakes the
+ * trigger loop and completes the request.
  */
 #include "api/handlers.h"
 #include "api/triggercfg.h"
@@ -33,6 +34,7 @@ struct delivery {
     char **texts; /* the objects' event JSON */
     char *events;
     char summary[320];
+    bool stored; /* the write committed */
 };
 
 static void delivery_free(struct delivery *dv)
@@ -172,22 +174,30 @@ static void answer(struct delivery *dv)
     reject(dv->req, dv->res, status, auth ? AUTH_DETAIL : r->err.msg, r->challenge);
 }
 
-/* Runs on the store writer thread after COMMIT (or rollback). */
+/* Runs on the store writer thread after COMMIT (or rollback): wake the loop, hand back. */
 static void recorded(void *ctx, int rc, struct err *err)
 {
     struct delivery *dv = ctx;
     struct api *api = dv->req->api;
-    if (rc < 0) {
+    dv->stored = rc == 0;
+    if (rc < 0)
         log_error("hook %s: cannot record the delivery: %s", dv->req->request_id, err->msg);
-        int status = trigger_status(dv->r.sender, TRIGGER_RETRY, ERR_IO);
-        reject(dv->req, dv->res, status, "the delivery could not be stored; send it again", false);
-    } else {
-        answer(dv);
-        bool work = dv->out.nnew > 0 || (dv->d.sns_subscribe_url && !dv->out.duplicate);
-        if (work && api->hooks.triggers_pending)
-            api->hooks.triggers_pending(api->hooks.ctx);
-    }
+    bool work = dv->out.nnew > 0 || (dv->d.sns_subscribe_url && !dv->out.duplicate);
+    if (rc == 0 && work && api->hooks.triggers_pending)
+        api->hooks.triggers_pending(api->hooks.ctx);
     request_complete(dv->req);
+}
+
+/* Runs on an HTTP thread once the delivery is stored: the answer. */
+static void finish(struct request *req, struct response *res)
+{
+    struct delivery *dv = res->deferred_ctx;
+    if (dv->stored)
+        answer(dv);
+    else
+        reject(req, res, trigger_status(dv->r.sender, TRIGGER_RETRY, ERR_IO),
+               "the delivery could not be stored; send it again", false);
+    res->deferred_ctx = NULL;
     delivery_free(dv);
 }
 
@@ -228,6 +238,7 @@ void hooks_s3(struct request *req, struct response *res)
     describe(dv, t, cfg.t.auth.mode);
     triggercfg_release(&cfg);
     res->deferred = start_record;
+    res->finish = finish;
     res->deferred_ctx = dv;
 out:
     trigger_def_free(t);
