@@ -50,6 +50,9 @@ struct notifier {
     size_t nqueue;
     struct flight *flight; /* queued or being sent */
     size_t nflight;
+    int64_t *finished; /* messages whose result was stored since dispatch() last read the
+                          outbox: that read may still show them pending */
+    size_t nfinished, capfinished;
     atomic_uint_fast64_t delivered, retried, failed, queued;
 };
 
@@ -224,6 +227,7 @@ static void catch_up(struct notifier *n)
     free(pks);
 }
 
+/* Messages of the webhook in flight; *same when pk itself is in flight or just finished. */
 static size_t webhook_busy(const struct notifier *n, int64_t webhook_pk, int64_t pk, bool *same)
 {
     size_t busy = 0;
@@ -232,6 +236,8 @@ static size_t webhook_busy(const struct notifier *n, int64_t webhook_pk, int64_t
         busy += n->flight[i].webhook_pk == webhook_pk;
         *same |= n->flight[i].pk == pk;
     }
+    for (size_t i = 0; i < n->nfinished; i++)
+        *same |= n->finished[i] == pk;
     return busy;
 }
 
@@ -242,6 +248,9 @@ static int64_t dispatch(struct notifier *n)
     size_t nmsgs = 0;
     int64_t now = clock_now_ns(), next = 0;
     size_t cap = n->nworkers > 1 ? (size_t)n->nworkers / 2 : 1;
+    pthread_mutex_lock(&n->lock);
+    n->nfinished = 0; /* the read below sees every result stored so far */
+    pthread_mutex_unlock(&n->lock);
     if (store_outbox_due(n->st, now, 2 * n->nworkers + 16, &msgs, &nmsgs, NULL) < 0)
         return BUSY_NS;
     pthread_mutex_lock(&n->lock);
@@ -400,6 +409,11 @@ static void *work(void *arg)
                 break;
             }
         }
+        if (n->nfinished == n->capfinished) {
+            n->capfinished = n->capfinished ? 2 * n->capfinished : 16;
+            n->finished = xrealloc(n->finished, n->capfinished * sizeof(*n->finished));
+        }
+        n->finished[n->nfinished++] = m->pk;
         n->wake = true;
         pthread_cond_broadcast(&n->cond);
         pthread_mutex_unlock(&n->lock);
@@ -444,6 +458,7 @@ void notifier_free(struct notifier *n)
     free(n->dirty);
     free(n->queue);
     free(n->flight);
+    free(n->finished);
     free(n->workers);
     free(n->public_url);
     free(n);
