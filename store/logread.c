@@ -241,6 +241,8 @@ static int scan_backward(struct reader *r, struct err *err)
             continue;
         }
         rc = read_block(r, col_int(s, 0), col_int(s, 1), col_int(s, 3), err);
+        if (rc > 0)
+            rc = 0; /* the block reached `before`: older blocks still count */
         chunks = xrealloc(chunks, (nchunks + 1) * sizeof(*chunks));
         take_ring(r, &chunks[nchunks]);
         total += chunks[nchunks++].n;
