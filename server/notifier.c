@@ -137,7 +137,7 @@ static void messages_for(struct notifier *n, const struct job *j, const json_t *
     if (event_of(ev, &e) < 0 || clock_parse(jsonx_str(ev, "time"), &t) < 0)
         return;
     char url[512];
-    snprintf(url, sizeof(url), "%s/v1/jobs/%s", n->public_url, j->id);
+    snprintf(url, sizeof(url), "%s/#/jobs/%s", n->public_url, j->id); /* the web page */
     const char *state = e == WEBHOOK_JOB_ACCEPTED  ? "queued"
                         : e == WEBHOOK_JOB_STALLED ? jobstate_name(j->state)
                                                    : jsonx_str(ev, "type");

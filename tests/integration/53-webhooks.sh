@@ -54,7 +54,7 @@ check "job a succeeded" wait_state "$a" succeeded 30
 check "job a messages" wait_received 3 ".path == \"/w1\" and (.body | fromjson | .data.id) == \"$a\""
 check_eq "in order" job.accepted,job.started,job.succeeded "$(types "$a")"
 m=$(received "select((.body | fromjson | .data.id) == \"$a\")" | tail -1 | jq -r .body)
-check_eq "payload links the job" "$URL/v1/jobs/$a succeeded" "$(echo "$m" | jq -r '"\(.data.url) \(.data.state)"')"
+check_eq "payload links the job in the web page" "$URL/#/jobs/$a succeeded" "$(echo "$m" | jq -r '"\(.data.url) \(.data.state)"')"
 r=$(api POST /v1/jobs -H 'Content-Type: application/json' -d "{\"name\": \"r\", \"restart\": {\"policy\": \"on_failure\", \"max_restarts\": 1},
   \"command\": [\"sh\", \"-c\", \"test -f $WORK/ran || { touch $WORK/ran; exit 3; }\"]}" | jq -r .id)
 check "restarted job succeeded" wait_state "$r" succeeded 30
