@@ -46,7 +46,7 @@ check_eq "GET shows a fingerprint" 1 "$(echo "$got" | jq '.auth.secrets | map(se
 check "no secrets in the list" sh -c "! curl -s -H 'Authorization: Bearer $TOKEN' $URL/v1/triggers | grep -q '$MINIO_TOKEN'"
 stored=$(sqlite3 "$DATA/trainyard.db" "SELECT secrets FROM triggers WHERE name IN ('t-minio', 't-eb', 't-basic')")
 check "bearer/header/basic secrets stored as digests" sh -c "! echo '$stored' | grep -q -e '$MINIO_TOKEN' -e k-0123456789abcdef -e s3cr3t-pass"
-check "digest form" sh -c "echo '$stored' | grep -q sha256-token:"
+check "digest form" has "$stored" sha256-token:
 
 # S3 Records + HMAC: accepted, key decoded, values rendered.
 out=$(hook_hmac "$S3_ID" "$S3_SECRET" "$FIX/s3-put.json" msg_first)
@@ -108,11 +108,11 @@ head -c 100000 /dev/zero | tr '\0' ' ' >"$WORK/big.json"
 check_eq "over --hook-max-body: 413" 413 "$(hook_hmac "$S3_ID" "$S3_SECRET" "$WORK/big.json" | cut -d' ' -f1)"
 log=$(api GET "/v1/triggers/t-s3/deliveries?limit=100")
 check_eq "rejections logged with reasons" 8 "$(echo "$log" | jq '[.items[] | select(.outcome == "rejected")] | length')"
-check "stale timestamp reason logged" sh -c "echo '$log' | jq -r '.items[].error // empty' | grep -qi timestamp"
+check "stale timestamp reason logged" has "$(echo "$log" | jq -r '.items[].error // empty')" timestamp
 check_eq "garbage verified, bad signature not" "true false" "$(echo "$log" | jq -r '[(.items[] | select(.status == 400) | .verified)][0], [(.items[] | select(.status == 401) | .verified)][0]' | tr '\n' ' ' | sed 's/ $//')"
 check_eq "duplicates logged" 4 "$(echo "$log" | jq '[.items[] | select(.outcome == "duplicate")] | length')"
 check_eq "matched event shows its job" "$jid" "$(echo "$log" | jq -r --arg j "$jid" '[.items[].events[] | select(.job_id == $j)][0].job_id')"
-check "ignored events say why" sh -c "echo '$log' | jq -r '.items[].events[].why // empty' | grep -q 'does not start with incoming/'"
+check "ignored events say why" has "$(echo "$log" | jq -r '.items[].events[].why // empty')" 'does not start with incoming/'
 page=$(api GET "/v1/triggers/t-s3/deliveries?limit=2")
 check_eq "paged" 2 "$(echo "$page" | jq '.items | length')"
 check_eq "next page" 2 "$(api GET "/v1/triggers/t-s3/deliveries?limit=2&before=$(echo "$page" | jq .next_before)" | jq '.items | length')"
@@ -133,7 +133,7 @@ check_eq "EventBridge delete ignored" ignored "$(hook "$EB_ID" "$FIX/eventbridge
 check "EventBridge job" wait_jobs t-eb 1
 check_eq "EventBridge key as sent" "incoming/run 42/data=v2+final.tar" "$(api GET "/v1/jobs/$(trigger_jobs t-eb | head -1)" | jq -r .spec.env.S3_KEY)"
 hdrs=$(curl -s -D - -o /dev/null -X POST --data-binary "@$FIX/eventbridge-created.json" "${ebh[@]}" "$URL/v1/hooks/s3/$BASIC_ID")
-check "basic: 401 with a challenge" sh -c "echo '$hdrs' | grep -qi '^WWW-Authenticate: Basic'"
+check "basic: 401 with a challenge" has "$hdrs" '^WWW-Authenticate: Basic'
 check_eq "basic: credentials accepted" 200 "$(hook "$BASIC_ID" "$FIX/eventbridge-created.json" "${ebh[@]}" -u eventbridge:s3cr3t-pass | cut -d' ' -f1)"
 
 # An unknown trigger answers like a known one with wrong credentials.

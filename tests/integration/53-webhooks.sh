@@ -112,7 +112,7 @@ for _ in $(seq 1 50); do
     [ -n "$err" ] && break
     sleep 0.1
 done
-check "timeout recorded" sh -c "echo '$err' | grep -qi -e timeout -e timed"
+check "timeout recorded" has "$err" 'time[d ]*out'
 receiver_mode ok
 check "delivered once the receiver answers" wait_received 3 ".status == 200 and (.body | fromjson | .data.id) == \"$c\"" 150
 

@@ -9,6 +9,7 @@
 #   receiver_start / receiver_mode MODE the webhook receiver (tests/tools/webhook_receiver.c)
 #   pki_make / sns_server_start         test CA, SNS signing certificate, HTTPS server
 #   sns_message TYPE MESSAGE [SUBJECT]  a signed SNS envelope (SignatureVersion $SNS_SV)
+#   has TEXT REGEX                      TEXT holds a line matching REGEX (case-insensitive)
 FIX="$TY_SRC/tests/unit/data/trigger"
 RECEIVER="$TY_BUILD/tests/webhook_receiver"
 RPID=""
@@ -20,6 +21,10 @@ hooklib_cleanup() {
     cleanup
 }
 trap hooklib_cleanup EXIT
+
+has() {
+    grep -qiE -- "$2" <<<"$1"
+}
 
 sw_sign() {
     local key
