@@ -9,7 +9,7 @@
 #   make deps       install the Debian packages the build needs (apt-get, idempotent)
 
 BUILD_PKGS := cmake make gcc pkg-config libmicrohttpd-dev libjansson-dev libsqlite3-dev \
-              libcurl4-openssl-dev libyaml-dev libzstd-dev libssl-dev libfabric-dev
+              libcurl4-openssl-dev libyaml-dev libzstd-dev libssl-dev libgnutls28-dev libfabric-dev
 TEST_PKGS  := curl clang yq libclang-rt-14-dev clang-format valgrind libfabric-bin openssl sqlite3 \
               wrk prometheus chromium nodejs npm procps psmisc jq
 JOBS       ?= $(shell nproc)

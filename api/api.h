@@ -53,7 +53,7 @@ struct principal {
     char name[128];   /* token name, or "anonymous" with --auth=off */
     enum scope scope; /* what the token grants */
     char token_id[32];
-    char job_id[32];  /* worker tokens: the job they are bound to */
+    char job_id[32]; /* worker tokens: the job they are bound to */
 };
 
 /* Limits on what a client may send; see server/config.c for the defaults and config keys. */
@@ -70,7 +70,7 @@ struct api_limits {
     int max_list_limit;
     int max_log_limit;
     int max_followers_per_client;
-    int rate_per_second;    /* per token; 0 = unlimited */
+    int rate_per_second; /* per token; 0 = unlimited */
     int rate_burst;
 };
 
@@ -95,10 +95,11 @@ struct api {
     const char *default_executor;
     bool local_enabled;
     bool kubernetes_enabled;
-    int local_slots; /* ranks the local executor can run at once */
+    int local_slots;        /* ranks the local executor can run at once */
     const char *public_url; /* base URL for links (webhooks, Location), may be NULL */
     int64_t started_at;
-    void *ratelimit; /* api/ratelimit.c state */
+    void *ratelimit;  /* api/ratelimit.c state */
+    void *rendezvous; /* api/rendezvous.c state: requests waiting for keys and barriers */
     void *extra;     /* per-feature state (triggers, webhooks) */
 };
 
@@ -107,7 +108,7 @@ struct response;
 
 /* A streamed body. read() returns bytes written into buf (at most max), 0 when nothing is ready
  * (the HTTP layer then waits for stream_wake()), STREAM_END at the end, STREAM_ERROR to abort. */
-#define STREAM_END ((ssize_t)-1)
+#define STREAM_END   ((ssize_t)-1)
 #define STREAM_ERROR ((ssize_t)-2)
 struct stream {
     ssize_t (*read)(struct stream *s, char *buf, size_t max);
@@ -148,7 +149,7 @@ struct request {
     size_t body_len;
     struct principal who;
     char request_id[16];
-    const void *route;     /* the matched struct route */
+    const void *route; /* the matched struct route */
     /* Set by the HTTP layer: */
     const char *(*header)(struct request *req, const char *name);
     const char *(*query)(struct request *req, const char *name);
@@ -178,6 +179,9 @@ void response_release(struct response *res);
 
 /* problem+json from err (status from the one code table); field problems listed by pointer. */
 void problem_respond(struct request *req, struct response *res, const struct err *err);
+/* problem_respond() with extra members merged into the problem object (steals extra). */
+void problem_respond_extra(struct request *req, struct response *res, const struct err *err,
+                           json_t *extra);
 /* Shorthand: problem_respond with a fresh error. */
 void problem(struct request *req, struct response *res, enum err_code code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -97,8 +97,7 @@ static int authorize(struct request *req, const struct route *route, struct err 
                        strcmp(req->params[0], req->who.job_id) == 0;
         if (own_job)
             return 0;
-        return err_set(err, ERR_FORBIDDEN, "a worker token cannot perform %s",
-                       route->operation_id);
+        return err_set(err, ERR_FORBIDDEN, "a worker token cannot perform %s", route->operation_id);
     }
     enum scope need = route->scope == SCOPE_WORKER ? SCOPE_ADMIN : route->scope;
     if (rank_of(have) >= rank_of(need))
@@ -132,8 +131,13 @@ int auth_token_create(struct store *st, const char *name, enum scope scope, int6
     snprintf(secret, TOKEN_SECRET_MAX, "ty_%s", body);
     snprintf(id_out, 32, "tok_%s", id);
     crypto_sha256_hex(secret, strlen(secret), hash);
-    struct token_new t = { .id = id_out, .name = name, .hash = hash, .scope = scope_name(scope),
-                           .job_pk = job_pk, .expires_at = expires_at, .created_by = created_by,
+    struct token_new t = { .id = id_out,
+                           .name = name,
+                           .hash = hash,
+                           .scope = scope_name(scope),
+                           .job_pk = job_pk,
+                           .expires_at = expires_at,
+                           .created_by = created_by,
                            .now = clock_now_ns() };
     return store_token_insert(st, &t, err);
 }
@@ -159,7 +163,11 @@ int auth_token_ensure(struct store *st, const char *name, const char *secret, st
     char id[17], idbuf[32];
     crypto_random_id(id, 16);
     snprintf(idbuf, sizeof(idbuf), "tok_%s", id);
-    struct token_new tn = { .id = idbuf, .name = name, .hash = hash, .scope = "admin",
-                            .created_by = "bootstrap", .now = clock_now_ns() };
+    struct token_new tn = { .id = idbuf,
+                            .name = name,
+                            .hash = hash,
+                            .scope = "admin",
+                            .created_by = "bootstrap",
+                            .now = clock_now_ns() };
     return store_token_insert(st, &tn, err);
 }

@@ -13,7 +13,8 @@ static void method_not_allowed(struct request *req, struct response *res, unsign
     struct buf allow = BUF_INIT;
     for (int m = 0; m < HTTP_METHOD_COUNT; m++)
         if (allowed & (1u << m))
-            buf_printf(&allow, "%s%s", allow.len ? ", " : "", http_method_name((enum http_method)m));
+            buf_printf(&allow, "%s%s", allow.len ? ", " : "",
+                       http_method_name((enum http_method)m));
     problem(req, res, ERR_METHOD, "%s is not allowed on %s; allowed: %s",
             http_method_name(req->method), req->path, buf_cstr(&allow));
     response_header(res, "Allow", buf_cstr(&allow));

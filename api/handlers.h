@@ -30,6 +30,11 @@ void jobs_logs(struct request *req, struct response *res);
 void jobs_logs_search(struct request *req, struct response *res);
 void jobs_logs_download(struct request *req, struct response *res);
 
+/* api/rendezvous.c */
+void rendezvous_set(struct request *req, struct response *res);
+void rendezvous_get(struct request *req, struct response *res);
+void rendezvous_barrier(struct request *req, struct response *res);
+
 /* api/tokens.c */
 void tokens_create(struct request *req, struct response *res);
 void tokens_list(struct request *req, struct response *res);

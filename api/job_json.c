@@ -8,7 +8,8 @@ json_t *rank_json(const struct rank *r)
     json_t *o = json_object();
     json_object_set_new(o, "rank", json_integer(r->rank));
     json_object_set_new(o, "state", json_string(rankstate_name(r->state)));
-    json_object_set_new(o, "exit_code", r->exit_code >= 0 ? json_integer(r->exit_code) : json_null());
+    json_object_set_new(o, "exit_code",
+                        r->exit_code >= 0 ? json_integer(r->exit_code) : json_null());
     json_object_set_new(o, "signal", r->signal > 0 ? json_integer(r->signal) : json_null());
     json_object_set_new(o, "restarts", json_integer(r->restarts));
     jsonx_set_str(o, "node", r->node && r->node[0] ? r->node : NULL);
@@ -33,13 +34,14 @@ static json_t *links(const char *id)
 json_t *job_json(const struct job *j, const struct rank *ranks, size_t nranks)
 {
     json_t *spec = json_loads(j->spec, 0, NULL);
-    json_t *o = job_json_spec(j, spec ? spec : json_object(), ranks, nranks);
+    if (!spec)
+        spec = json_object();
+    json_t *o = job_json_spec(j, spec, ranks, nranks);
     json_decref(spec);
     return o;
 }
 
-json_t *job_json_spec(const struct job *j, json_t *spec, const struct rank *ranks,
-                      size_t nranks)
+json_t *job_json_spec(const struct job *j, json_t *spec, const struct rank *ranks, size_t nranks)
 {
     json_t *o = json_object();
     json_object_set_new(o, "id", json_string(j->id));
@@ -60,7 +62,10 @@ json_t *job_json_spec(const struct job *j, json_t *spec, const struct rank *rank
     jsonx_set_time(o, "finished_at", j->finished_at);
     jsonx_set_time(o, "updated_at", j->updated_at);
     json_t *labels = json_object_get(spec, "labels");
-    json_object_set(o, "labels", labels ? labels : json_object());
+    if (labels)
+        json_object_set(o, "labels", labels);
+    else
+        json_object_set_new(o, "labels", json_object());
     json_t *ff = j->first_failure ? json_loads(j->first_failure, 0, NULL) : NULL;
     json_object_set_new(o, "first_failure", ff ? ff : json_null());
     if (ranks) {

@@ -11,8 +11,7 @@
 /* The job with its spec and, when ranks is not NULL, one entry per rank. New reference. */
 json_t *job_json(const struct job *job, const struct rank *ranks, size_t nranks);
 /* The same with the job's spec already parsed (borrowed; job->spec is not read). */
-json_t *job_json_spec(const struct job *job, json_t *spec, const struct rank *ranks,
-                      size_t nranks);
+json_t *job_json_spec(const struct job *job, json_t *spec, const struct rank *ranks, size_t nranks);
 json_t *rank_json(const struct rank *r);
 
 #endif

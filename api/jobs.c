@@ -52,12 +52,20 @@ static void notify_changed(struct api *api, int64_t pk)
 /* The response for a new job, built from what was just committed (no read back). */
 static json_t *new_job_json(struct submission *s)
 {
-    struct job j = { .pk = s->out.pk, .id = s->id, .name = (char *)s->jn.name,
-                     .executor = (char *)s->jn.executor, .state = JOB_QUEUED,
-                     .reason = s->jn.hold ? "Suspended" : "Submitted", .message = "",
-                     .priority = s->jn.priority, .queue = (char *)s->jn.queue,
-                     .nranks = s->jn.nranks, .spec = s->spec_text, .owner = (char *)s->jn.owner,
-                     .desired = s->jn.hold ? "hold" : "run", .created_at = s->jn.now,
+    struct job j = { .pk = s->out.pk,
+                     .id = s->id,
+                     .name = (char *)s->jn.name,
+                     .executor = (char *)s->jn.executor,
+                     .state = JOB_QUEUED,
+                     .reason = s->jn.hold ? "Suspended" : "Submitted",
+                     .message = "",
+                     .priority = s->jn.priority,
+                     .queue = (char *)s->jn.queue,
+                     .nranks = s->jn.nranks,
+                     .spec = s->spec_text,
+                     .owner = (char *)s->jn.owner,
+                     .desired = s->jn.hold ? "hold" : "run",
+                     .created_at = s->jn.now,
                      .updated_at = s->jn.now };
     struct rank *ranks = xcalloc((size_t)s->jn.nranks, sizeof(*ranks));
     for (int r = 0; r < s->jn.nranks; r++) {
@@ -133,8 +141,7 @@ static const char *idempotency_key(struct request *req, struct response *res, bo
     for (size_t i = 0; ok && i < n; i++)
         ok = key[i] > 0x20 && key[i] < 0x7f;
     if (!ok) {
-        problem(req, res, ERR_INVALID,
-                "Idempotency-Key must be 1 to 255 visible ASCII characters");
+        problem(req, res, ERR_INVALID, "Idempotency-Key must be 1 to 255 visible ASCII characters");
         *bad = true;
         return NULL;
     }
@@ -162,12 +169,21 @@ static struct submission *submission_new(struct request *req, json_t *spec, cons
         s->labels[i].key = k;
         s->labels[i++].value = json_string_value(val);
     }
-    s->jn = (struct job_new){ .id = s->id, .name = v.name, .executor = v.executor,
-                              .spec = s->spec_text, .nranks = v.nranks, .priority = v.priority,
-                              .queue = v.queue, .owner = req->who.name, .hold = v.suspend,
-                              .labels = s->labels, .nlabels = nlabels,
-                              .idempotency_key = s->idem_key, .body_hash = s->hash,
-                              .request_id = req->request_id, .now = clock_now_ns() };
+    s->jn = (struct job_new){ .id = s->id,
+                              .name = v.name,
+                              .executor = v.executor,
+                              .spec = s->spec_text,
+                              .nranks = v.nranks,
+                              .priority = v.priority,
+                              .queue = v.queue,
+                              .owner = req->who.name,
+                              .hold = v.suspend,
+                              .labels = s->labels,
+                              .nlabels = nlabels,
+                              .idempotency_key = s->idem_key,
+                              .body_hash = s->hash,
+                              .request_id = req->request_id,
+                              .now = clock_now_ns() };
     return s;
 }
 
@@ -349,8 +365,9 @@ static bool may_change(struct request *req, struct response *res, const struct j
 {
     if (req->who.scope == SCOPE_ADMIN || strcmp(j->owner, req->who.name) == 0)
         return true;
-    problem(req, res, ERR_FORBIDDEN, "only the token that submitted a job (or an admin) may "
-                                     "change it");
+    problem(req, res, ERR_FORBIDDEN,
+            "only the token that submitted a job (or an admin) may "
+            "change it");
     return false;
 }
 
@@ -358,8 +375,9 @@ static void audit(struct request *req, const char *action, const char *id)
 {
     char target[64];
     snprintf(target, sizeof(target), "job/%s", id);
-    struct audit_entry e = { .actor = req->who.name, .action = action, .target = target,
-                             .request_id = req->request_id };
+    struct audit_entry e = {
+        .actor = req->who.name, .action = action, .target = target, .request_id = req->request_id
+    };
     struct err err;
     err_init(&err);
     store_audit_add(req->api->store, &e, &err);
@@ -371,8 +389,12 @@ static int cancel_once(struct request *req, const struct job *j, struct err *err
 {
     char msg[192];
     snprintf(msg, sizeof(msg), "cancelled by %s", req->who.name);
-    struct job_update u = { .pk = j->pk, .only_if_state = true, .if_state = j->state,
-                            .set_state = true, .reason = "Cancelled", .message = msg };
+    struct job_update u = { .pk = j->pk,
+                            .only_if_state = true,
+                            .if_state = j->state,
+                            .set_state = true,
+                            .reason = "Cancelled",
+                            .message = msg };
     if (jobstate_terminal(j->state))
         return err_set(err, ERR_CONFLICT, "the job already ended (%s)", jobstate_name(j->state));
     if (j->state == JOB_CANCELLING)
@@ -432,10 +454,15 @@ void jobs_resume(struct request *req, struct response *res)
         problem(req, res, ERR_CONFLICT, "only a suspended, queued job can be resumed");
         goto out;
     }
-    struct job_event e = { .type = "resumed", .reason = "Resumed", .message = req->who.name,
-                           .rank = -1 };
-    struct job_update u = { .pk = j->pk, .only_if_state = true, .if_state = JOB_QUEUED,
-                            .desired = "run", .events = &e, .nevents = 1 };
+    struct job_event e = {
+        .type = "resumed", .reason = "Resumed", .message = req->who.name, .rank = -1
+    };
+    struct job_update u = { .pk = j->pk,
+                            .only_if_state = true,
+                            .if_state = JOB_QUEUED,
+                            .desired = "run",
+                            .events = &e,
+                            .nevents = 1 };
     if (store_job_update(req->api->store, &u, &err) < 0) {
         problem_respond(req, res, &err);
         goto out;

@@ -83,8 +83,8 @@ static void read_page(struct request *req, struct response *res, struct logquery
         next = p.prev_seq;
     }
     res->status = 200;
-    res->content_type = lq->fmt.format == LOGFMT_TEXT ? "text/plain; charset=utf-8"
-                                                      : "application/x-ndjson";
+    res->content_type =
+        lq->fmt.format == LOGFMT_TEXT ? "text/plain; charset=utf-8" : "application/x-ndjson";
     set_log_headers(res, &st, next);
     err_release(&err);
 }
@@ -247,9 +247,10 @@ static void follower_release(const char *addr)
 static void logstream_free(struct stream *base)
 {
     struct logstream *s = (struct logstream *)base;
-    notify_remove(s->api->notify, &s->waiter);
-    if (s->follow)
+    if (s->follow) {
+        notify_remove(s->api->notify, &s->waiter);
         follower_release(s->client);
+    }
     logquery_release(&s->lq);
     buf_release(&s->out);
     free(s);
@@ -331,8 +332,7 @@ void jobs_logs(struct request *req, struct response *res)
             if (lq.q.tail)
                 start_at_tail(req->api, j->pk, &lq);
             start_stream(req, res, &lq, j, true);
-        }
-        else {
+        } else {
             read_page(req, res, &lq, j);
             logquery_release(&lq);
         }
@@ -349,8 +349,8 @@ void jobs_logs_download(struct request *req, struct response *res)
     if (logquery_parse(req, res, j, LOGQ_DOWNLOAD, &lq) == 0) {
         start_stream(req, res, &lq, j, false);
         char disposition[160];
-        snprintf(disposition, sizeof(disposition), "attachment; filename=\"%s-%s.log\"",
-                 j->name, j->id);
+        snprintf(disposition, sizeof(disposition), "attachment; filename=\"%s-%s.log\"", j->name,
+                 j->id);
         response_header(res, "Content-Disposition", disposition);
     }
     job_free(j);

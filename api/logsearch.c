@@ -57,7 +57,8 @@ static int add_context(struct request *req, const struct logquery *lq, int64_t p
     q.after = 0;
     q.before = seq;
     q.tail = lq->context;
-    int rc = lq->context ? store_logs_read(req->api->store, pk, &q, on_context, &ctx, NULL, err) : 0;
+    int rc =
+        lq->context ? store_logs_read(req->api->store, pk, &q, on_context, &ctx, NULL, err) : 0;
     json_object_set_new(m, "before", ctx.arr);
     ctx.arr = json_array();
     q.after = seq;
@@ -103,9 +104,9 @@ void jobs_logs_search(struct request *req, struct response *res)
     } else {
         int64_t last = json_integer_value(
             json_object_get(json_array_get(h.matches, json_array_size(h.matches) - 1), "seq"));
-        json_t *out = json_pack("{s:o,s:o,s:{s:I,s:I,s:I,s:f}}", "matches", h.matches,
-                                "next_after", more ? json_integer(last) : json_null(), "stats",
-                                "blocks_read", (json_int_t)stats.blocks_read, "blocks_skipped",
+        json_t *out = json_pack("{s:o,s:o,s:{s:I,s:I,s:I,s:f}}", "matches", h.matches, "next_after",
+                                more ? json_integer(last) : json_null(), "stats", "blocks_read",
+                                (json_int_t)stats.blocks_read, "blocks_skipped",
                                 (json_int_t)stats.blocks_skipped, "lines_scanned",
                                 (json_int_t)stats.lines_scanned, "seconds",
                                 (double)(clock_mono_ns() - t0) / 1e9);

@@ -55,8 +55,8 @@ int ratelimit_take(struct request *req, struct err *err)
     if (!l || rate <= 0)
         return 0;
     double burst = req->api->limits.rate_burst > 0 ? req->api->limits.rate_burst : rate;
-    const char *who = req->who.token_id[0] ? req->who.token_id
-                                           : (req->client_addr ? req->client_addr : "?");
+    const char *who =
+        req->who.token_id[0] ? req->who.token_id : (req->client_addr ? req->client_addr : "?");
     uint64_t key = hash_key(who);
     int64_t now = clock_mono_ns();
     pthread_mutex_lock(&l->lock);

@@ -108,6 +108,12 @@ void response_release(struct response *res)
 
 void problem_respond(struct request *req, struct response *res, const struct err *err)
 {
+    problem_respond_extra(req, res, err, NULL);
+}
+
+void problem_respond_extra(struct request *req, struct response *res, const struct err *err,
+                           json_t *extra)
+{
     enum err_code code = err && err->code != ERR_NONE ? err->code : ERR_INTERNAL;
     int status = err_http_status(code);
     json_t *p = json_object();
@@ -134,9 +140,12 @@ void problem_respond(struct request *req, struct response *res, const struct err
     }
     if (err && err->reason[0])
         json_object_set_new(p, "reason", json_string(err->reason));
+    if (extra) {
+        json_object_update(p, extra);
+        json_decref(extra);
+    }
     if (internal || status >= 500)
-        log_error("request %s %s: %s", req ? req->request_id : "-", req ? req->path : "-",
-                  detail);
+        log_error("request %s %s: %s", req ? req->request_id : "-", req ? req->path : "-", detail);
     response_json_new(res, status, p);
     res->content_type = "application/problem+json";
     if (err && err->retry_after > 0) {

@@ -27,6 +27,11 @@ const struct route routes[] = {
     { HTTP_GET, "/v1/jobs/{id}/logs/search", SCOPE_READ, "jobs_logs_search", jobs_logs_search },
     { HTTP_GET, "/v1/jobs/{id}/logs/download", SCOPE_READ, "jobs_logs_download",
       jobs_logs_download },
+    /* rendezvous: the ranks of a job find each other */
+    { HTTP_PUT, "/v1/jobs/{id}/rendezvous/{key}", SCOPE_WORKER, "rendezvous_set", rendezvous_set },
+    { HTTP_GET, "/v1/jobs/{id}/rendezvous/{key}", SCOPE_WORKER, "rendezvous_get", rendezvous_get },
+    { HTTP_POST, "/v1/jobs/{id}/rendezvous/barriers/{name}", SCOPE_WORKER, "rendezvous_barrier",
+      rendezvous_barrier },
     /* access */
     { HTTP_POST, "/v1/tokens", SCOPE_ADMIN, "tokens_create", tokens_create },
     { HTTP_GET, "/v1/tokens", SCOPE_ADMIN, "tokens_list", tokens_list },
@@ -38,8 +43,9 @@ const size_t routes_count = sizeof(routes) / sizeof(routes[0]);
 
 const char *http_method_name(enum http_method m)
 {
-    static const char *const names[] = { "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE",
-                                         "OPTIONS" };
+    static const char *const names[] = {
+        "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"
+    };
     return (unsigned)m < HTTP_METHOD_COUNT ? names[m] : "?";
 }
 

@@ -11,7 +11,7 @@ typedef void (*handler_fn)(struct request *req, struct response *res);
 
 struct route {
     enum http_method method;
-    const char *pattern;      /* "/v1/jobs/{id}"; a {name} matches one path segment */
+    const char *pattern; /* "/v1/jobs/{id}"; a {name} matches one path segment */
     enum scope scope;
     const char *operation_id; /* the handler's name and the OpenAPI operationId */
     handler_fn handler;

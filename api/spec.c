@@ -30,11 +30,11 @@ struct field {
     const char *name;
     enum ftype type;
     bool required;
-    int64_t min, max;                 /* integer range; string length; entries of arrays/maps */
+    int64_t min, max;                   /* integer range; string length; entries of arrays/maps */
     const char *(*check)(const char *); /* extra rule for a string (or a map's keys) */
-    const char *const *choices;       /* allowed values of a string */
-    const struct field *fields;       /* members of an object; ends with name == NULL */
-    const char *def;                  /* default as JSON text; NULL leaves the field absent */
+    const char *const *choices;         /* allowed values of a string */
+    const struct field *fields;         /* members of an object; ends with name == NULL */
+    const char *def;                    /* default as JSON text; NULL leaves the field absent */
     const char *(*check_value)(const char *); /* rule for a map's values */
 };
 
@@ -110,8 +110,7 @@ static const struct field spec_fields[] = {
     { "queue", T_STRING, .max = 63, .check = names_dns1123_label },
     { "priority", T_INT, .min = -1000000, .max = 1000000, .def = "0" },
     { "checkpoint", T_OBJECT, .fields = checkpoint_fields },
-    { "labels", T_STRMAP, .max = 4096, .check = names_label_key,
-      .check_value = names_label_value },
+    { "labels", T_STRMAP, .max = 4096, .check = names_label_key, .check_value = names_label_value },
     { "suspend", T_BOOL, .def = "false" },
     { "executor", T_STRING, .choices = executors },
     { "kubernetes", T_OBJECT, .fields = kubernetes_fields },
@@ -153,11 +152,16 @@ static void pop(struct walk *w, size_t mark)
 static const char *type_name(enum ftype t)
 {
     static const char *const names[] = {
-        [T_STRING] = "a string",           [T_INT] = "an integer",
-        [T_BOOL] = "true or false",        [T_OBJECT] = "an object",
-        [T_STRINGS] = "an array of strings", [T_INTS] = "an array of integers",
-        [T_STRMAP] = "an object of strings", [T_ENV] = "an object of environment variables",
-        [T_QUANTITY] = "a quantity such as \"16Gi\" or 8", [T_OBJECTS] = "an array of objects",
+        [T_STRING] = "a string",
+        [T_INT] = "an integer",
+        [T_BOOL] = "true or false",
+        [T_OBJECT] = "an object",
+        [T_STRINGS] = "an array of strings",
+        [T_INTS] = "an array of integers",
+        [T_STRMAP] = "an object of strings",
+        [T_ENV] = "an object of environment variables",
+        [T_QUANTITY] = "a quantity such as \"16Gi\" or 8",
+        [T_OBJECTS] = "an array of objects",
     };
     return names[t];
 }
@@ -286,9 +290,10 @@ static json_t *check_array(struct walk *w, const struct field *f, json_t *v)
         } else if (f->type == T_OBJECTS && json_is_object(item)) {
             canon = json_deep_copy(item);
         } else {
-            bad(w, "must be %s", f->type == T_STRINGS ? "a string"
-                                 : f->type == T_INTS  ? "an integer"
-                                                      : "an object");
+            bad(w, "must be %s",
+                f->type == T_STRINGS ? "a string"
+                : f->type == T_INTS  ? "an integer"
+                                     : "an object");
         }
         if (canon)
             json_array_append_new(out, canon);
@@ -424,8 +429,9 @@ static void check_cross(const json_t *spec, const struct spec_options *o, struct
     const struct api_limits *l = o->limits;
     bool kube = strcmp(v.executor, "kubernetes") == 0;
     if (kube && !o->kubernetes_enabled)
-        field_error(err, "/executor", "the kubernetes executor is not enabled on this daemon "
-                                      "(start it with --executor kubernetes)");
+        field_error(err, "/executor",
+                    "the kubernetes executor is not enabled on this daemon "
+                    "(start it with --executor kubernetes)");
     if (!kube && !o->local_enabled)
         field_error(err, "/executor", "the local executor is not enabled on this daemon");
     if (kube && !v.image)
@@ -452,8 +458,7 @@ static void check_cross(const json_t *spec, const struct spec_options *o, struct
         field_error(err, "/procs_per_node", msg);
     }
     if ((int64_t)v.nodes * v.procs_per_node > l->max_ranks) {
-        snprintf(msg, sizeof(msg), "nodes x procs_per_node must be at most %d ranks",
-                 l->max_ranks);
+        snprintf(msg, sizeof(msg), "nodes x procs_per_node must be at most %d ranks", l->max_ranks);
         field_error(err, "/procs_per_node", msg);
     }
     if (v.env && json_object_size(v.env) > (size_t)l->max_env) {

@@ -27,26 +27,26 @@ json_t *spec_validate(const json_t *input, const struct spec_options *opts, stru
 /* Borrowed views into a canonical spec; valid while the json_t lives. */
 struct spec_view {
     const char *name;
-    const char *image;    /* NULL when absent */
+    const char *image; /* NULL when absent */
     const char *executor;
-    json_t *command;      /* array of strings, or NULL */
-    json_t *args;         /* array of strings, or NULL */
-    json_t *env;          /* object, or NULL */
+    json_t *command; /* array of strings, or NULL */
+    json_t *args;    /* array of strings, or NULL */
+    json_t *env;     /* object, or NULL */
     int nodes;
     int procs_per_node;
     int nranks;
-    json_t *resources;    /* object, or NULL */
-    json_t *placement;    /* object, or NULL */
+    json_t *resources;          /* object, or NULL */
+    json_t *placement;          /* object, or NULL */
     const char *restart_policy; /* "never", "on_failure", "exit_code" */
     int max_restarts;
     json_t *restart_exit_codes; /* array of integers, or NULL */
     int64_t deadline_seconds;   /* 0: none */
     const char *queue;          /* NULL when absent */
     int priority;
-    json_t *checkpoint;         /* object, or NULL */
-    json_t *labels;             /* object, or NULL */
+    json_t *checkpoint; /* object, or NULL */
+    json_t *labels;     /* object, or NULL */
     bool suspend;
-    json_t *kubernetes;         /* object, or NULL */
+    json_t *kubernetes; /* object, or NULL */
 };
 void spec_view(const json_t *spec, struct spec_view *v);
 

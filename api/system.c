@@ -23,8 +23,9 @@ void system_readyz(struct request *req, struct response *res)
     json_t *checks = json_pack("{s:s}", "database", rc == 0 ? "ok" : err.msg);
     json_t *out = json_pack("{s:s,s:o,s:s}", "status", rc == 0 ? "ready" : "not ready", "checks",
                             checks, "auth",
-                            req->api->auth_enabled ? "on" : "off (loopback only; anyone on "
-                                                            "this machine is admin)");
+                            req->api->auth_enabled ? "on"
+                                                   : "off (loopback only; anyone on "
+                                                     "this machine is admin)");
     response_json_new(res, rc == 0 ? 200 : 503, out);
     err_release(&err);
 }

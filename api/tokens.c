@@ -42,8 +42,9 @@ static int token_request(const json_t *doc, const char **name, enum scope *scope
         }
     }
     if (!*name || names_dns1123_subdomain(*name))
-        err_field(err, "/name", "is required: lowercase letters, digits, '-' and '.' (e.g. "
-                                "\"ci-pipeline\")");
+        err_field(err, "/name",
+                  "is required: lowercase letters, digits, '-' and '.' (e.g. "
+                  "\"ci-pipeline\")");
     if (!scope_text || scope_parse(scope_text, scope) < 0 || *scope == SCOPE_WORKER)
         err_field(err, "/scope", "must be \"read\", \"submit\" or \"admin\"");
     int64_t ns;
@@ -70,16 +71,18 @@ void tokens_create(struct request *req, struct response *res)
     if (!json_is_object(doc)) {
         err_field(&err, "/", "must be an object");
     } else if (token_request(doc, &name, &scope, &expires_at, &err) == 0 &&
-               auth_token_create(req->api->store, name, scope, 0, expires_at, req->who.name,
-                                 secret, id, &err) == 0) {
+               auth_token_create(req->api->store, name, scope, 0, expires_at, req->who.name, secret,
+                                 id, &err) == 0) {
         char target[64];
         snprintf(target, sizeof(target), "token/%s", id);
-        struct audit_entry e = { .actor = req->who.name, .action = "token.create",
-                                 .target = target, .request_id = req->request_id };
+        struct audit_entry e = { .actor = req->who.name,
+                                 .action = "token.create",
+                                 .target = target,
+                                 .request_id = req->request_id };
         store_audit_add(req->api->store, &e, NULL);
-        json_t *out = json_pack("{s:s,s:s,s:s,s:s,s:s}", "id", id, "name", name, "scope",
-                                scope_name(scope), "token", secret, "note",
-                                "store the token now: it is not shown again");
+        json_t *out =
+            json_pack("{s:s,s:s,s:s,s:s,s:s}", "id", id, "name", name, "scope", scope_name(scope),
+                      "token", secret, "note", "store the token now: it is not shown again");
         jsonx_set_time(out, "expires_at", expires_at);
         response_json_new(res, 201, out);
     }
@@ -95,6 +98,7 @@ void tokens_list(struct request *req, struct response *res)
     err_init(&err);
     struct token **tokens;
     size_t n;
+    store_tokens_flush(req->api->store, NULL); /* show the latest uses, not 10 s old ones */
     if (store_token_list(req->api->store, &tokens, &n, &err) < 0) {
         problem_respond(req, res, &err);
         err_release(&err);
@@ -116,8 +120,10 @@ void tokens_revoke(struct request *req, struct response *res)
     } else {
         char target[160];
         snprintf(target, sizeof(target), "token/%s", req->params[0]);
-        struct audit_entry e = { .actor = req->who.name, .action = "token.revoke",
-                                 .target = target, .request_id = req->request_id };
+        struct audit_entry e = { .actor = req->who.name,
+                                 .action = "token.revoke",
+                                 .target = target,
+                                 .request_id = req->request_id };
         store_audit_add(req->api->store, &e, NULL);
         res->status = 204;
     }
@@ -136,8 +142,8 @@ void audit_list(struct request *req, struct response *res)
     }
     struct err err;
     err_init(&err);
-    json_t *items = store_audit_list(req->api->store, request_query(req, "target"), before,
-                                     limit, &err);
+    json_t *items =
+        store_audit_list(req->api->store, request_query(req, "target"), before, limit, &err);
     if (items)
         response_json_new(res, 200, json_pack("{s:o}", "items", items));
     else

@@ -18,11 +18,14 @@
 #define BATCH 4096
 
 static const char *const shapes[] = {
-    "ip-10-0-%d-%d:%d:%d [%d] NCCL INFO Channel %02d/0 : %d[%d] -> %d[%d] [send] via NET/AWS Libfabric/%d/GDRDMA",
+    "ip-10-0-%d-%d:%d:%d [%d] NCCL INFO Channel %02d/0 : %d[%d] -> %d[%d] [send] via NET/AWS "
+    "Libfabric/%d/GDRDMA",
     "{'loss': %d.%04d, 'grad_norm': %d.%03d, 'learning_rate': 2.%de-05, 'epoch': %d.%02d}",
     "[Rank %d] step=%d, skipped=0, lr=[%d.%de-05], mom=[(0.9, 0.95)] samples/sec=%d.%d tokens=%d",
-    "iteration %8d/  500000 | consumed samples: %10d | elapsed time per iteration (ms): %d.%d | lm loss: %d.%03dE+00",
-    "Epoch %d: %3d%%|#########   | %d/%d [%02d:%02d<%02d:%02d, %d.%02dit/s] data loader worker %d prefetch",
+    "iteration %8d/  500000 | consumed samples: %10d | elapsed time per iteration (ms): %d.%d | lm "
+    "loss: %d.%03dE+00",
+    "Epoch %d: %3d%%|#########   | %d/%d [%02d:%02d<%02d:%02d, %d.%02dit/s] data loader worker %d "
+    "prefetch",
     "INFO:trainer: saving checkpoint shard %d of %d to /fsx/checkpoints/run-%d/step-%d (%d MiB) ok",
 };
 
@@ -54,8 +57,13 @@ static int64_t file_size(const char *path)
 
 static int64_t create_job(struct store *st)
 {
-    struct job_new jn = { .id = "benchjob0001", .name = "bench", .executor = "local",
-                          .spec = "{}", .nranks = 8, .owner = "bench", .now = clock_now_ns() };
+    struct job_new jn = { .id = "benchjob0001",
+                          .name = "bench",
+                          .executor = "local",
+                          .spec = "{}",
+                          .nranks = 8,
+                          .owner = "bench",
+                          .now = clock_now_ns() };
     struct job_inserted out;
     if (store_job_insert(st, &jn, &out, NULL) < 0)
         abort();
@@ -79,12 +87,17 @@ static void ingest(struct store *st, int64_t pk, int64_t total)
             char *p = text + i * 256;
             size_t len = make_line(p, 256, (uint64_t)(done + (int64_t)i));
             lines[i] = (struct log_line){ .time = now + (done + (int64_t)i) * 1000,
-                                          .src = (int)(i % 8), .rank = (int)(i % 8),
-                                          .text = p, .len = len };
+                                          .src = (int)(i % 8),
+                                          .rank = (int)(i % 8),
+                                          .text = p,
+                                          .len = len };
             bytes += (int64_t)len;
         }
-        struct log_append a = { .job_pk = pk, .lines = lines, .n = n,
-                                .sources = done == 0 ? srcs : NULL, .nsources = done == 0 ? 8 : 0 };
+        struct log_append a = { .job_pk = pk,
+                                .lines = lines,
+                                .n = n,
+                                .sources = done == 0 ? srcs : NULL,
+                                .nsources = done == 0 ? 8 : 0 };
         struct err err;
         err_init(&err);
         if (store_logs_append(st, &a, 1, &err) < 0) {
@@ -154,8 +167,8 @@ int main(int argc, char **argv)
     char wal[320];
     snprintf(wal, sizeof(wal), "%s-wal", path);
     int64_t size = file_size(path) + file_size(wal);
-    printf("on disk: %.1f MB = %.1f MB per million lines (text %.1f MB per million)\n",
-           size / 1e6, size / 1e6 / (total / 1e6), 120.0);
+    printf("on disk: %.1f MB = %.1f MB per million lines (text %.1f MB per million)\n", size / 1e6,
+           size / 1e6 / (total / 1e6), 120.0);
     timed_reads(st, pk, total);
     timed_search(st, pk, "\"checkpoint shard 7 of\" run-33");
     timed_search(st, pk, "watchdog");

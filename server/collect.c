@@ -20,7 +20,7 @@
 #include "server/core/xalloc.h"
 #include "store/logs.h"
 
-#define READ_CHUNK (4u << 20)     /* per file per round; larger than any record */
+#define READ_CHUNK  (4u << 20)   /* per file per round; larger than any record */
 #define PUSH_BUDGET (64ll << 20) /* pushed bytes waiting before push() blocks */
 
 struct fsource {
@@ -70,7 +70,7 @@ struct collect {
     pthread_t thread;
     bool running;
     pthread_mutex_t lock;
-    pthread_cond_t cond;    /* wakes push() waiting for budget */
+    pthread_cond_t cond; /* wakes push() waiting for budget */
     bool stopping;
     bool adopted;
     struct fsource *files;
@@ -108,9 +108,12 @@ static void gather_line(struct gathered *g, int src, int rank, const struct logr
     int flags = (r->stream == STREAM_STDERR ? LOGF_STDERR : 0) |
                 (r->flags & LINE_PROGRESS ? LOGF_PROGRESS : 0) |
                 (r->flags & LINE_PARTIAL ? LOGF_PARTIAL : 0);
-    g->lines[g->n++] = (struct log_line){ .time = r->time, .src = src, .flags = flags,
+    g->lines[g->n++] = (struct log_line){ .time = r->time,
+                                          .src = src,
+                                          .flags = flags,
                                           .text = (const char *)(uintptr_t)g->text.len,
-                                          .len = r->len, .rank = rank };
+                                          .len = r->len,
+                                          .rank = rank };
     buf_append(&g->text, r->text, r->len);
 }
 
@@ -121,14 +124,15 @@ static void add_position(struct gathered *g, const char *key, const char *positi
     g->positions[g->npositions++].position = xstrdup(position);
 }
 
-static void add_source(struct gathered *g, int src, const char *key,
-                       const struct log_origin *o)
+static void add_source(struct gathered *g, int src, const char *key, const struct log_origin *o)
 {
     g->sources = xrealloc(g->sources, (g->nsources + 1) * sizeof(*g->sources));
-    g->sources[g->nsources++] =
-        (struct log_source_new){ .src = src, .key = xstrdup(key), .rank = o->rank,
-                                 .attempt = o->attempt, .pid = o->pid,
-                                 .pod = o->pod ? xstrdup(o->pod) : NULL };
+    g->sources[g->nsources++] = (struct log_source_new){ .src = src,
+                                                         .key = xstrdup(key),
+                                                         .rank = o->rank,
+                                                         .attempt = o->attempt,
+                                                         .pid = o->pid,
+                                                         .pod = o->pod ? xstrdup(o->pod) : NULL };
 }
 
 static void gathered_reset(struct collect *c)
@@ -254,8 +258,8 @@ static void gather_pushed(struct collect *c, struct pushed *p)
             add_source(g, src, p->key, &p->origin);
         for (size_t i = 0; i < p->n; i++) {
             struct logrec r = { .time = p->lines[i].time,
-                                .stream = p->lines[i].flags & LOGF_STDERR ? STREAM_STDERR
-                                                                          : STREAM_STDOUT,
+                                .stream =
+                                    p->lines[i].flags & LOGF_STDERR ? STREAM_STDERR : STREAM_STDOUT,
                                 .flags = (p->lines[i].flags & LOGF_PROGRESS ? LINE_PROGRESS : 0) |
                                          (p->lines[i].flags & LOGF_PARTIAL ? LINE_PARTIAL : 0),
                                 .text = buf_cstr(&p->text) + (uintptr_t)p->lines[i].text,
@@ -312,8 +316,7 @@ static void after_commit(struct collect *c, struct log_append *apps)
         for (size_t k = 0; k < c->jobs[i].n; k++)
             bytes += c->jobs[i].lines[k].len;
         if (c->jobs[i].n && c->opts.hooks.lines)
-            c->opts.hooks.lines(c->opts.hooks.ctx, c->jobs[i].job_pk, apps[i].lines,
-                                apps[i].n);
+            c->opts.hooks.lines(c->opts.hooks.ctx, c->jobs[i].job_pk, apps[i].lines, apps[i].n);
         notify_key(c->notify, c->jobs[i].job_pk);
     }
     atomic_fetch_add(&c->lines_total, lines);
@@ -328,9 +331,13 @@ static int store_round(struct collect *c)
     struct log_append *apps = xcalloc(c->njobs ? c->njobs : 1, sizeof(*apps));
     for (size_t i = 0; i < c->njobs; i++) {
         struct gathered *g = &c->jobs[i];
-        apps[i] = (struct log_append){ .job_pk = g->job_pk, .lines = g->lines, .n = g->n,
-                                       .sources = g->sources, .nsources = g->nsources,
-                                       .positions = g->positions, .npositions = g->npositions };
+        apps[i] = (struct log_append){ .job_pk = g->job_pk,
+                                       .lines = g->lines,
+                                       .n = g->n,
+                                       .sources = g->sources,
+                                       .nsources = g->nsources,
+                                       .positions = g->positions,
+                                       .npositions = g->npositions };
     }
     struct err err;
     err_init(&err);
@@ -544,12 +551,13 @@ static void src_push(void *ctx, int64_t job_pk, const char *key, const struct lo
     p->lines = xcalloc(n ? n : 1, sizeof(*p->lines));
     p->n = n;
     for (size_t i = 0; i < n; i++) {
-        p->lines[i] = (struct log_line){
-            .time = lines[i].time, .len = lines[i].len,
-            .flags = (lines[i].stream == STREAM_STDERR ? LOGF_STDERR : 0) |
-                     (lines[i].flags & LINE_PROGRESS ? LOGF_PROGRESS : 0) |
-                     (lines[i].flags & LINE_PARTIAL ? LOGF_PARTIAL : 0),
-            .text = (const char *)(uintptr_t)p->text.len };
+        p->lines[i] =
+            (struct log_line){ .time = lines[i].time,
+                               .len = lines[i].len,
+                               .flags = (lines[i].stream == STREAM_STDERR ? LOGF_STDERR : 0) |
+                                        (lines[i].flags & LINE_PROGRESS ? LOGF_PROGRESS : 0) |
+                                        (lines[i].flags & LINE_PARTIAL ? LOGF_PARTIAL : 0),
+                               .text = (const char *)(uintptr_t)p->text.len };
         buf_append(&p->text, lines[i].text, lines[i].len);
     }
     pthread_mutex_lock(&c->lock);
@@ -572,8 +580,10 @@ static char *src_position(void *ctx, int64_t job_pk, const char *key)
 
 struct log_sources collect_sources(struct collect *c)
 {
-    return (struct log_sources){ .ctx = c, .add_file = src_add_file,
-                                 .file_done = src_file_done, .push = src_push,
+    return (struct log_sources){ .ctx = c,
+                                 .add_file = src_add_file,
+                                 .file_done = src_file_done,
+                                 .push = src_push,
                                  .position = src_position };
 }
 

@@ -23,7 +23,10 @@ struct option_def {
     const char *help;
 };
 
-#define OPT(n, t, field, d, h) { n, t, offsetof(struct config, field), d, h }
+#define OPT(n, t, field, d, h)                                                                     \
+    {                                                                                              \
+        n, t, offsetof(struct config, field), d, h                                                 \
+    }
 
 static const struct option_def options[] = {
     OPT("listen", O_STRING, listen, "127.0.0.1:8080",
@@ -52,8 +55,9 @@ static const struct option_def options[] = {
     OPT("log-max-age", O_DURATION, log_max_age_ns, "30d", "log lines older than this are dropped"),
     OPT("log-max-line", O_BYTES, log_max_line, "64Ki", "bytes kept of one log line"),
     OPT("log-poll", O_DURATION, log_poll_ns, "20ms", "how often rank log files are read"),
-    OPT("kubeconfig", O_STRING, kubeconfig, "", "kubeconfig (default: KUBECONFIG, ~/.kube/config, "
-                                                "in-cluster)"),
+    OPT("kubeconfig", O_STRING, kubeconfig, "",
+        "kubeconfig (default: KUBECONFIG, ~/.kube/config, "
+        "in-cluster)"),
     OPT("context", O_STRING, kube_context, "", "kubeconfig context (default: current)"),
     OPT("namespace", O_STRING, kube_namespace, "", "Kubernetes namespace (default: context's)"),
     OPT("stall-floor", O_DURATION, stall_floor_ns, "5m", "a job is stalled after at least this"),

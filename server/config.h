@@ -34,10 +34,10 @@ struct config {
     bool sync_full;
     int local_slots;
     int64_t stop_grace_ns;
-    int64_t log_max_bytes;   /* per job */
-    int64_t log_max_age_ns;  /* per line */
-    int64_t log_max_line;    /* bytes kept of one line */
-    int64_t log_poll_ns;     /* how often rank log files are read */
+    int64_t log_max_bytes;  /* per job */
+    int64_t log_max_age_ns; /* per line */
+    int64_t log_max_line;   /* bytes kept of one line */
+    int64_t log_poll_ns;    /* how often rank log files are read */
     char *kubeconfig;
     char *kube_context;
     char *kube_namespace;

@@ -236,8 +236,8 @@ static bool retryable_exit(const struct spec_view *v, int exit_code, int sig)
     if (v->restart_exit_codes) {
         size_t i;
         json_t *code;
-        json_array_foreach(v->restart_exit_codes, i, code) if (json_integer_value(code) ==
-                                                               exit_code) return true;
+        json_array_foreach(v->restart_exit_codes, i,
+                           code) if (json_integer_value(code) == exit_code) return true;
         return false;
     }
     int code = sig ? 128 + sig : exit_code;
@@ -269,11 +269,10 @@ static void describe_end(const struct rank_report *r, char *out, size_t size)
 static char *first_failure(const struct rank_report *r)
 {
     char ts[CLOCK_RFC3339_MAX];
-    json_t *o = json_pack("{s:i,s:s,s:o,s:o,s:s}", "rank", r->rank, "reason",
-                          r->reason ? r->reason : "Error", "exit_code",
-                          r->exit_code >= 0 ? json_integer(r->exit_code) : json_null(), "signal",
-                          r->signal ? json_integer(r->signal) : json_null(), "at",
-                          clock_format(r->time, ts));
+    json_t *o = json_pack(
+        "{s:i,s:s,s:o,s:o,s:s}", "rank", r->rank, "reason", r->reason ? r->reason : "Error",
+        "exit_code", r->exit_code >= 0 ? json_integer(r->exit_code) : json_null(), "signal",
+        r->signal ? json_integer(r->signal) : json_null(), "at", clock_format(r->time, ts));
     if (r->node)
         json_object_set_new(o, "node", json_string(r->node));
     char *text = jsonx_dumps(o);
@@ -292,10 +291,17 @@ static void start_attempt(struct controller *c, struct executor *ex, const struc
     struct rank_change reset = { .rank = -1,
                                  .fields = RC_STATE | RC_PID | RC_EXIT | RC_RESTARTS | RC_REASON |
                                            RC_STARTED | RC_FINISHED,
-                                 .state = RANK_PENDING, .exit_code = -1, .restarts = attempt };
-    struct job_update u = { .pk = j->pk, .set_state = true, .state = JOB_STARTING,
-                            .reason = attempt ? "Restarting" : "Starting", .message = msg,
-                            .set_attempt = true, .attempt = attempt, .ranks = &reset,
+                                 .state = RANK_PENDING,
+                                 .exit_code = -1,
+                                 .restarts = attempt };
+    struct job_update u = { .pk = j->pk,
+                            .set_state = true,
+                            .state = JOB_STARTING,
+                            .reason = attempt ? "Restarting" : "Starting",
+                            .message = msg,
+                            .set_attempt = true,
+                            .attempt = attempt,
+                            .ranks = &reset,
                             .nranks = 1 };
     if (commit(c, &u) < 0)
         return;
@@ -312,8 +318,11 @@ static void start_attempt(struct controller *c, struct executor *ex, const struc
         return;
     }
     log_warn("controller: job %s did not start: %s", j->id, err.msg);
-    struct job_update fail = { .pk = j->pk, .set_state = true, .state = JOB_FAILED,
-                               .reason = "StartFailed", .message = err.msg };
+    struct job_update fail = { .pk = j->pk,
+                               .set_state = true,
+                               .state = JOB_FAILED,
+                               .reason = "StartFailed",
+                               .message = err.msg };
     commit(c, &fail);
     stop_job(c, ex, j);
     err_release(&err);
@@ -322,8 +331,12 @@ static void start_attempt(struct controller *c, struct executor *ex, const struc
 static void finish(struct controller *c, const struct job *j, enum job_state state,
                    const char *reason, const char *message, const char *ff)
 {
-    struct job_update u = { .pk = j->pk, .set_state = true, .state = state, .reason = reason,
-                            .message = message, .first_failure = ff };
+    struct job_update u = { .pk = j->pk,
+                            .set_state = true,
+                            .state = state,
+                            .reason = reason,
+                            .message = message,
+                            .first_failure = ff };
     if (commit(c, &u) == 0) {
         store_tokens_revoke_job(c->st, j->pk, clock_now_ns(), NULL);
         if (state == JOB_FAILED)
@@ -340,8 +353,12 @@ static void rank_failed(struct controller *c, struct executor *ex, const struct 
     char *ff = first_failure(r);
     const char *reason = r->reason && strcmp(r->reason, "Error") != 0 ? r->reason : "RankFailed";
     if (!ex->manages_restarts && restart_allowed(v, j->attempt, r)) {
-        struct job_update u = { .pk = j->pk, .set_state = true, .state = JOB_RESTARTING,
-                                .reason = reason, .message = msg, .first_failure = ff };
+        struct job_update u = { .pk = j->pk,
+                                .set_state = true,
+                                .state = JOB_RESTARTING,
+                                .reason = reason,
+                                .message = msg,
+                                .first_failure = ff };
         if (commit(c, &u) == 0) {
             c->restarts++;
             stop_job(c, ex, j);
@@ -356,8 +373,8 @@ static void rank_failed(struct controller *c, struct executor *ex, const struct 
 static void rank_ended(struct controller *c, struct executor *ex, const struct job *j,
                        const struct spec_view *v, const struct rank_report *r)
 {
-    bool stopping = j->state == JOB_CANCELLING || j->state == JOB_RESTARTING ||
-                    jobstate_terminal(j->state);
+    bool stopping =
+        j->state == JOB_CANCELLING || j->state == JOB_RESTARTING || jobstate_terminal(j->state);
     enum rank_state state = r->state;
     if (stopping && state == RANK_FAILED)
         state = RANK_STOPPED; /* it ended because trainyard stopped it */
@@ -365,11 +382,15 @@ static void rank_ended(struct controller *c, struct executor *ex, const struct j
     describe_end(r, msg, sizeof(msg));
     struct rank_change rc = { .rank = r->rank,
                               .fields = RC_STATE | RC_EXIT | RC_FINISHED | RC_REASON,
-                              .state = state, .exit_code = r->exit_code, .signal = r->signal,
-                              .reason = r->reason, .message = r->message,
+                              .state = state,
+                              .exit_code = r->exit_code,
+                              .signal = r->signal,
+                              .reason = r->reason,
+                              .message = r->message,
                               .finished_at = r->time };
-    struct job_event e = { .type = "rank_exited", .reason = r->reason, .message = msg,
-                           .rank = r->rank, .time = r->time };
+    struct job_event e = {
+        .type = "rank_exited", .reason = r->reason, .message = msg, .rank = r->rank, .time = r->time
+    };
     struct job_update u = { .pk = j->pk, .ranks = &rc, .nranks = 1, .events = &e, .nevents = 1 };
     if (commit(c, &u) < 0 || jobstate_terminal(j->state))
         return;
@@ -390,10 +411,14 @@ static void rank_running(struct controller *c, const struct job *j, const struct
 {
     struct rank_change rc = { .rank = r->rank,
                               .fields = RC_STATE | RC_PID | RC_NODE | RC_POD | RC_STARTED,
-                              .state = RANK_RUNNING, .pid = r->pid, .node = r->node,
-                              .pod = r->pod, .started_at = r->time };
-    struct job_event e = { .type = "rank_started", .reason = "Started", .rank = r->rank,
-                           .time = r->time };
+                              .state = RANK_RUNNING,
+                              .pid = r->pid,
+                              .node = r->node,
+                              .pod = r->pod,
+                              .started_at = r->time };
+    struct job_event e = {
+        .type = "rank_started", .reason = "Started", .rank = r->rank, .time = r->time
+    };
     struct job_update u = { .pk = j->pk, .ranks = &rc, .nranks = 1, .events = &e, .nevents = 1 };
     if (commit(c, &u) < 0 || j->state != JOB_STARTING)
         return;
@@ -406,9 +431,13 @@ static void rank_running(struct controller *c, const struct job *j, const struct
         running += ranks[i].state == RANK_RUNNING || ranks[i].state == RANK_SUCCEEDED;
     ranks_free(ranks, n);
     if (running == n) {
-        struct job_update run = { .pk = j->pk, .set_state = true, .state = JOB_RUNNING,
-                                  .only_if_state = true, .if_state = JOB_STARTING,
-                                  .reason = "Running", .message = "every rank is running" };
+        struct job_update run = { .pk = j->pk,
+                                  .set_state = true,
+                                  .state = JOB_RUNNING,
+                                  .only_if_state = true,
+                                  .if_state = JOB_STARTING,
+                                  .reason = "Running",
+                                  .message = "every rank is running" };
         commit(c, &run);
     }
 }
@@ -438,8 +467,12 @@ static void handle_job(struct controller *c, const struct job_report *r)
     if (!j)
         return;
     if (r->attempt == j->attempt) {
-        struct job_update u = { .pk = j->pk, .set_state = r->set_state, .state = r->state,
-                                .reason = r->reason, .message = r->message, .events = r->events,
+        struct job_update u = { .pk = j->pk,
+                                .set_state = r->set_state,
+                                .state = r->state,
+                                .reason = r->reason,
+                                .message = r->message,
+                                .events = r->events,
                                 .nevents = r->nevents };
         if (r->set_state && r->state == JOB_RESTARTING) {
             u.set_attempt = true;

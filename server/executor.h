@@ -23,15 +23,15 @@
 /* What an executor saw happen to one rank. */
 struct rank_report {
     int64_t job_pk;
-    int attempt;       /* the job attempt the rank belongs to */
+    int attempt; /* the job attempt the rank belongs to */
     int rank;
     enum rank_state state; /* RANK_RUNNING, or a terminal state */
     int pid;
     const char *node;
     const char *pod;
-    int exit_code;     /* -1: none */
-    int signal;        /* 0: none */
-    const char *reason;  /* "Completed", "Error", "OOMKilled", "Evicted", "Lost", ... */
+    int exit_code;      /* -1: none */
+    int signal;         /* 0: none */
+    const char *reason; /* "Completed", "Error", "OOMKilled", "Evicted", "Lost", ... */
     const char *message;
     int64_t time;
 };
@@ -77,8 +77,7 @@ struct executor {
     /* A job was deleted: remove what the executor keeps for it. */
     void (*forget)(struct executor *ex, const char *job_id);
     /* The object start() would create, for dry runs (new reference). */
-    json_t *(*render)(struct executor *ex, const json_t *spec, const char *job_id,
-                      struct err *err);
+    json_t *(*render)(struct executor *ex, const json_t *spec, const char *job_id, struct err *err);
     /* Appends Prometheus text. */
     void (*metrics)(struct executor *ex, struct buf *out);
     void (*free)(struct executor *ex);

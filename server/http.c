@@ -10,6 +10,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <gnutls/gnutls.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -41,8 +42,8 @@ struct exchange {
     struct buf body;
     char path[1024];
     bool too_large;
-    bool handled;  /* api_handle ran */
-    bool ready;    /* a deferred response is complete */
+    bool handled; /* api_handle ran */
+    bool ready;   /* a deferred response is complete */
     pthread_mutex_t lock;
     bool suspended;
     bool wake_pending;
@@ -154,8 +155,9 @@ static void complete(struct request *req)
 
 static enum http_method method_of(const char *m)
 {
-    static const char *const names[] = { "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE",
-                                         "OPTIONS" };
+    static const char *const names[] = {
+        "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"
+    };
     for (int i = 0; i < HTTP_METHOD_COUNT; i++)
         if (strcmp(m, names[i]) == 0)
             return (enum http_method)i;
@@ -201,8 +203,7 @@ static struct MHD_Response *make_response(struct exchange *x)
         res->stream->wake = wake;
         res->stream->http_ctx = x;
         link_exchange(x);
-        return MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, read_stream, x,
-                                                 NULL);
+        return MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, read_stream, x, NULL);
     }
     if (res->static_body)
         return MHD_create_response_from_buffer(res->static_len, (void *)res->static_body,
@@ -244,11 +245,27 @@ static void prepare_request(struct exchange *x, const char *method, const char *
     req->http_ctx = x;
 }
 
+/* With --tls-client-ca, the client must have presented a certificate that CA signed. */
+static bool client_cert_ok(struct exchange *x)
+{
+    if (!x->http->tls_ca)
+        return true;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(x->conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    unsigned status = 0;
+    return ci && ci->tls_session &&
+           gnutls_certificate_verify_peers2(ci->tls_session, &status) == GNUTLS_E_SUCCESS &&
+           status == 0;
+}
+
 static void handle(struct exchange *x, const char *method, const char *url)
 {
     prepare_request(x, method, url);
     x->handled = true;
-    if (x->req.method == HTTP_METHOD_COUNT) {
+    if (!client_cert_ok(x)) {
+        problem(&x->req, &x->res, ERR_UNAUTHORIZED,
+                "this server requires a client certificate signed by its client CA");
+    } else if (x->req.method == HTTP_METHOD_COUNT) {
         problem(&x->req, &x->res, ERR_METHOD, "method %s is not supported", method);
     } else if (x->too_large) {
         problem(&x->req, &x->res, ERR_TOO_LARGE, "the request body is larger than %zu bytes",
@@ -259,8 +276,8 @@ static void handle(struct exchange *x, const char *method, const char *url)
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_size, void **req_cls)
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_size, void **req_cls)
 {
     (void)version;
     struct http *h = cls;
@@ -393,6 +410,13 @@ static int parse_listen(const char *text, struct sockaddr_storage *ss, socklen_t
     return 0;
 }
 
+int http_listen_check(const char *listen, struct err *err)
+{
+    struct sockaddr_storage ss;
+    socklen_t len;
+    return parse_listen(listen, &ss, &len, err);
+}
+
 static char *read_pem(const char *path, struct err *err)
 {
     FILE *f = fopen(path, "rb");
@@ -432,16 +456,16 @@ static struct MHD_Daemon *start_daemon(struct http *h, const struct sockaddr_sto
     struct MHD_OptionItem opts[16];
     int n = 0;
     opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, NULL };
-    opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed,
-                                         NULL };
+    opts[n++] =
+        (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, NULL };
     opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_THREAD_POOL_SIZE,
                                          h->opts.threads > 0 ? h->opts.threads : 2, NULL };
-    opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_LIMIT,
-                                         h->opts.connection_limit, NULL };
-    opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-                                         h->opts.per_ip_limit, NULL };
-    opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_TIMEOUT,
-                                         h->opts.timeout_seconds, NULL };
+    opts[n++] =
+        (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_LIMIT, h->opts.connection_limit, NULL };
+    opts[n++] =
+        (struct MHD_OptionItem){ MHD_OPTION_PER_IP_CONNECTION_LIMIT, h->opts.per_ip_limit, NULL };
+    opts[n++] =
+        (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_TIMEOUT, h->opts.timeout_seconds, NULL };
     opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, NULL };
     if (listen_fd >= 0)
         opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_LISTEN_SOCKET, listen_fd, NULL };

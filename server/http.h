@@ -16,11 +16,11 @@
 #include "api/api.h"
 
 struct http_options {
-    const char *listen;       /* "127.0.0.1:8080", "[::1]:0", "0.0.0.0:8443" */
-    int threads;              /* handler threads */
-    int connection_limit;     /* open connections at most */
-    int per_ip_limit;         /* open connections per client address at most */
-    int timeout_seconds;      /* idle connections are closed after this */
+    const char *listen;   /* "127.0.0.1:8080", "[::1]:0", "0.0.0.0:8443" */
+    int threads;          /* handler threads */
+    int connection_limit; /* open connections at most */
+    int per_ip_limit;     /* open connections per client address at most */
+    int timeout_seconds;  /* idle connections are closed after this */
     size_t max_body_bytes;
     const char *tls_cert_file; /* PEM; with tls_key_file turns on HTTPS */
     const char *tls_key_file;
@@ -38,6 +38,8 @@ int http_reload_tls(struct http *h, struct err *err);
 /* Stops: no new connections, open streams ended, then the listener is closed. */
 void http_stop(struct http *h);
 
+/* Checks the syntax of a listen address ("HOST:PORT", "[V6]:PORT"); ERR_INVALID when bad. */
+int http_listen_check(const char *listen, struct err *err);
 /* True when the address text names a loopback interface (127.0.0.0/8, ::1, localhost). */
 bool http_is_loopback(const char *listen);
 

@@ -35,8 +35,8 @@ struct lrank {
     int attempt;
     int rank;
     pid_t shim;
-    pid_t pid;       /* the rank process, leader of its process group; 0 until known */
-    int pidfd;       /* of the shim */
+    pid_t pid; /* the rank process, leader of its process group; 0 until known */
+    int pidfd; /* of the shim */
     bool our_child;
     bool running_reported;
     bool stopped;    /* trainyard asked it to stop */
@@ -140,10 +140,23 @@ static void env_add(char ***env, size_t *n, const char *fmt, ...)
     (*env)[*n] = NULL;
 }
 
-/* The daemon's own settings and secrets stay out of the ranks' environment. */
+/* The daemon's own settings and secrets stay out of the ranks' environment; PATH is set
+ * below. */
 static bool private_var(const char *kv)
 {
-    return strncmp(kv, "TRAINYARD_", 10) == 0;
+    return strncmp(kv, "TRAINYARD_", 10) == 0 || strncmp(kv, "PATH=", 5) == 0;
+}
+
+/* PATH with the daemon's own directory first, so that ranks find trainyard-worker. */
+static void add_path(struct local *l, char ***env, size_t *n)
+{
+    const char *path = getenv("PATH");
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s", l->exe);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0';
+    env_add(env, n, "PATH=%s%s%s", dir, path && *path ? ":" : "", path ? path : "");
 }
 
 struct launch {
@@ -161,6 +174,7 @@ static char **rank_env(struct local *l, const struct launch *ln, int rank)
     for (char **e = environ; *e; e++)
         if (!private_var(*e))
             env_add(&env, &n, "%s", *e);
+    add_path(l, &env, &n);
     const struct spec_view *v = ln->spec;
     int node = rank / v->procs_per_node, local_rank = rank % v->procs_per_node;
     env_add(&env, &n, "RANK=%d", rank);
@@ -188,8 +202,21 @@ static char **rank_env(struct local *l, const struct launch *ln, int rank)
         env_add(&env, &n, "TRAINYARD_CHECKPOINT_DIR=%s", ckpt);
     const char *k;
     json_t *val;
-    json_object_foreach(v->env, k, val) if (json_is_string(val))
+    json_object_foreach(v->env, k, val)
+    {
+        if (!json_is_string(val))
+            continue;
+        size_t klen = strlen(k);
+        for (size_t i = 0; i < n; i++) { /* the spec's value replaces an inherited one */
+            if (strncmp(env[i], k, klen) == 0 && env[i][klen] == '=') {
+                free(env[i]);
+                env[i] = env[--n];
+                env[n] = NULL;
+                break;
+            }
+        }
         env_add(&env, &n, "%s=%s", k, json_string_value(val));
+    }
     return env;
 }
 
@@ -219,8 +246,7 @@ static char **shim_argv(struct local *l, const char *dir, const struct spec_view
     return argv;
 }
 
-static pid_t spawn_shim(struct local *l, char **argv, char **env, const char *dir,
-                        struct err *err)
+static pid_t spawn_shim(struct local *l, char **argv, char **env, const char *dir, struct err *err)
 {
     posix_spawnattr_t attr;
     posix_spawn_file_actions_t fa;
@@ -235,8 +261,8 @@ static pid_t spawn_shim(struct local *l, char **argv, char **env, const char *di
     posix_spawnattr_setsigmask(&attr, &none);
     posix_spawnattr_setsigdefault(&attr, &defaults);
     /* A session of its own: a Ctrl-C at the daemon's terminal does not reach the ranks. */
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
-                                        POSIX_SPAWN_SETSID);
+    posix_spawnattr_setflags(&attr,
+                             POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSID);
     char *errpath = xasprintf("%s/shim.err", dir);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&fa, 1, errpath, O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -306,8 +332,12 @@ static void report_start_failure(struct executor *ex, const struct job *j, int a
                                  int to, const char *why)
 {
     for (int r = from; r < to; r++) {
-        struct rank_report rep = { .job_pk = j->pk, .attempt = attempt, .rank = r,
-                                   .state = RANK_FAILED, .exit_code = -1, .reason = "StartFailed",
+        struct rank_report rep = { .job_pk = j->pk,
+                                   .attempt = attempt,
+                                   .rank = r,
+                                   .state = RANK_FAILED,
+                                   .exit_code = -1,
+                                   .reason = "StartFailed",
                                    .message = why };
         executor_report_rank(ex, &rep);
     }
@@ -341,8 +371,7 @@ static void signal_rank(struct lrank *r, int sig)
         kill(r->shim, sig); /* the shim forwards it to the rank's group */
 }
 
-static int local_stop(struct executor *ex, const struct job *j, int64_t grace_ns,
-                      struct err *err)
+static int local_stop(struct executor *ex, const struct job *j, int64_t grace_ns, struct err *err)
 {
     (void)err;
     struct local *l = LOCAL(ex);
@@ -381,8 +410,12 @@ static const char *end_reason(int code, int sig, bool stopped)
 static void report_end(struct executor *ex, struct lrank *r)
 {
     json_t *st = read_json(r->dir, "status.json");
-    struct rank_report rep = { .job_pk = r->job_pk, .attempt = r->attempt, .rank = r->rank,
-                               .pid = r->pid, .exit_code = -1, .node = "localhost" };
+    struct rank_report rep = { .job_pk = r->job_pk,
+                               .attempt = r->attempt,
+                               .rank = r->rank,
+                               .pid = r->pid,
+                               .exit_code = -1,
+                               .node = "localhost" };
     char msg[160] = "";
     if (st) {
         rep.exit_code = (int)jsonx_int(st, "exit_code", -1);
@@ -412,9 +445,14 @@ static void check_started(struct executor *ex, struct lrank *r)
         return;
     r->pid = (pid_t)jsonx_int(info, "pid", 0);
     r->running_reported = true;
-    struct rank_report rep = { .job_pk = r->job_pk, .attempt = r->attempt, .rank = r->rank,
-                               .state = RANK_RUNNING, .pid = r->pid, .node = "localhost",
-                               .exit_code = -1, .time = jsonx_int(info, "started_at", 0) };
+    struct rank_report rep = { .job_pk = r->job_pk,
+                               .attempt = r->attempt,
+                               .rank = r->rank,
+                               .state = RANK_RUNNING,
+                               .pid = r->pid,
+                               .node = "localhost",
+                               .exit_code = -1,
+                               .time = jsonx_int(info, "started_at", 0) };
     json_decref(info);
     executor_report_rank(ex, &rep);
     follow_log(LOCAL(ex), r);
@@ -608,9 +646,16 @@ struct executor *local_new(const struct local_options *opts, struct err *err)
     }
     l->exe[n] = '\0';
     struct executor *ex = XNEW(struct executor);
-    *ex = (struct executor){ .name = "local", .fits = local_fits, .start = local_start,
-                             .stop = local_stop, .adopt = local_adopt, .poll = local_poll,
-                             .forget = local_forget, .render = local_render,
-                             .metrics = local_metrics, .free = local_free, .impl = l };
+    *ex = (struct executor){ .name = "local",
+                             .fits = local_fits,
+                             .start = local_start,
+                             .stop = local_stop,
+                             .adopt = local_adopt,
+                             .poll = local_poll,
+                             .forget = local_forget,
+                             .render = local_render,
+                             .metrics = local_metrics,
+                             .free = local_free,
+                             .impl = l };
     return ex;
 }

@@ -13,7 +13,7 @@
 #include "server/logsource.h"
 
 struct local_options {
-    const char *data_dir;  /* rank files go under DATA_DIR/jobs/<id>/ */
+    const char *data_dir; /* rank files go under DATA_DIR/jobs/<id>/ */
     int slots;
     int64_t max_line;
     const char *daemon_url; /* TRAINYARD_URL for the ranks; may be set later */

@@ -11,6 +11,7 @@
 
 #include "api/auth.h"
 #include "api/ratelimit.h"
+#include "api/rendezvous.h"
 #include "server/collect.h"
 #include "server/config.h"
 #include "server/controller.h"
@@ -88,6 +89,8 @@ static void hook_metrics(void *ctx, struct buf *out)
 
 static int check_listener(const struct config *cfg, struct err *err)
 {
+    if (http_listen_check(cfg->listen, err) < 0)
+        return -1;
     bool loopback = http_is_loopback(cfg->listen);
     if (!cfg->auth && !loopback)
         return err_set(err, ERR_INVALID,
@@ -154,7 +157,8 @@ static int open_store(struct daemon *d, struct err *err)
     if (mkdir(d->cfg.data_dir, 0700) < 0 && errno != EEXIST)
         return err_set(err, ERR_IO, "cannot create %s: %s", d->cfg.data_dir, strerror(errno));
     char *path = xasprintf("%s/trainyard.db", d->cfg.data_dir);
-    struct store_options so = { .sync_full = d->cfg.sync_full, .busy_timeout_ms = 5000,
+    struct store_options so = { .sync_full = d->cfg.sync_full,
+                                .busy_timeout_ms = 5000,
                                 .max_batch = 512 };
     d->store = store_open(path, &so, err);
     free(path);
@@ -167,7 +171,8 @@ static int start_executors(struct daemon *d, struct err *err)
                                   .max_age_ns = d->cfg.log_max_age_ns,
                                   .poll_ns = d->cfg.log_poll_ns };
     d->collect = collect_new(d->store, d->notify, &co);
-    struct local_options lo = { .data_dir = d->cfg.data_dir, .slots = d->cfg.local_slots,
+    struct local_options lo = { .data_dir = d->cfg.data_dir,
+                                .slots = d->cfg.local_slots,
                                 .max_line = d->cfg.log_max_line,
                                 .logs = collect_sources(d->collect) };
     d->executors[d->nexec] = local_new(&lo, err);
@@ -191,15 +196,19 @@ static void setup_api(struct daemon *d)
     a->kubernetes_enabled = false;
     a->local_slots = d->cfg.local_slots;
     a->started_at = clock_now_ns();
-    a->hooks = (struct api_hooks){ .ctx = d, .job_changed = hook_job_changed,
-                                   .job_deleted = hook_job_deleted, .dry_run = hook_dry_run,
+    a->hooks = (struct api_hooks){ .ctx = d,
+                                   .job_changed = hook_job_changed,
+                                   .job_deleted = hook_job_deleted,
+                                   .dry_run = hook_dry_run,
                                    .metrics = hook_metrics };
     ratelimit_init(a);
+    rendezvous_init(a);
 }
 
 static int start_http(struct daemon *d, struct err *err)
 {
-    struct http_options ho = { .listen = d->cfg.listen, .threads = d->cfg.http_threads,
+    struct http_options ho = { .listen = d->cfg.listen,
+                               .threads = d->cfg.http_threads,
                                .connection_limit = d->cfg.connection_limit,
                                .per_ip_limit = d->cfg.per_ip_limit,
                                .timeout_seconds = d->cfg.timeout_seconds,
@@ -247,6 +256,7 @@ static void run_until_stopped(struct daemon *d, int sigfd)
 
 static void teardown(struct daemon *d)
 {
+    rendezvous_release(&d->api);
     http_stop(d->http);
     controller_free(d->controller);
     collect_free(d->collect);

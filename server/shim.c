@@ -42,8 +42,9 @@ struct shim {
 static void emit(void *ctx, const char *line, size_t len, int flags)
 {
     struct shim *s = ctx;
-    struct logrec r = { .time = s->now, .stream = s->stream, .flags = flags, .text = line,
-                        .len = len };
+    struct logrec r = {
+        .time = s->now, .stream = s->stream, .flags = flags, .text = line, .len = len
+    };
     logrec_format(&s->out, &r);
 }
 
@@ -100,8 +101,8 @@ static pid_t spawn(char **argv, int out_fd, int err_fd)
     dup2(err_fd, 2);
     execvp(argv[0], argv);
     char msg[512];
-    int n = snprintf(msg, sizeof(msg), "trainyard: cannot run '%s': %s\n", argv[0],
-                     strerror(errno));
+    int n =
+        snprintf(msg, sizeof(msg), "trainyard: cannot run '%s': %s\n", argv[0], strerror(errno));
     if (write(2, msg, (size_t)n) < 0) {
         /* nothing left to report to */
     }
@@ -220,8 +221,8 @@ int shim_main(int argc, char **argv)
     if (s.child > 0)
         setpgid(s.child, s.child);
     char json[256];
-    snprintf(json, sizeof(json), "{\"pid\":%d,\"shim_pid\":%d,\"started_at\":%lld}\n",
-             (int)s.child, (int)getpid(), (long long)started);
+    snprintf(json, sizeof(json), "{\"pid\":%d,\"shim_pid\":%d,\"started_at\":%lld}\n", (int)s.child,
+             (int)getpid(), (long long)started);
     write_atomic(s.dir, "rank.json", json);
     int status = s.child > 0 ? supervise(&s, out[0], err[0], sfd) : (127 << 8);
     flush_records(&s);

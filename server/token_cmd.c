@@ -21,12 +21,11 @@ struct token_args {
 
 static int token_usage(void)
 {
-    fprintf(stderr,
-            "usage: trainyard token create --name NAME --scope read|submit|admin "
-            "[--expires-in 90d] [--data-dir DIR]\n"
-            "       trainyard token list [--data-dir DIR]\n"
-            "       trainyard token revoke ID|NAME [--data-dir DIR]\n"
-            "The data directory defaults to $TRAINYARD_DATA_DIR or ./trainyard-data.\n");
+    fprintf(stderr, "usage: trainyard token create --name NAME --scope read|submit|admin "
+                    "[--expires-in 90d] [--data-dir DIR]\n"
+                    "       trainyard token list [--data-dir DIR]\n"
+                    "       trainyard token revoke ID|NAME [--data-dir DIR]\n"
+                    "The data directory defaults to $TRAINYARD_DATA_DIR or ./trainyard-data.\n");
     return 2;
 }
 
@@ -66,8 +65,8 @@ static int create(struct store *st, const struct token_args *a, struct err *err)
     if (a->expires_in && (parse_duration(a->expires_in, &ttl) < 0 || ttl <= 0))
         return err_set(err, ERR_INVALID, "--expires-in must be a duration such as 90d");
     char secret[TOKEN_SECRET_MAX], id[32];
-    if (auth_token_create(st, a->name, scope, 0, ttl ? clock_now_ns() + ttl : 0, "cli", secret,
-                          id, err) < 0)
+    if (auth_token_create(st, a->name, scope, 0, ttl ? clock_now_ns() + ttl : 0, "cli", secret, id,
+                          err) < 0)
         return -1;
     struct audit_entry e = { .actor = "cli", .action = "token.create", .target = id };
     store_audit_add(st, &e, NULL);
@@ -89,9 +88,9 @@ static int list(struct store *st, struct err *err)
         char used[CLOCK_RFC3339_MAX] = "never";
         if (t[i]->last_used_at)
             clock_format(t[i]->last_used_at, used);
-        const char *state = t[i]->revoked_at                                     ? "revoked"
+        const char *state = t[i]->revoked_at                              ? "revoked"
                             : t[i]->expires_at && t[i]->expires_at <= now ? "expired"
-                                                                                 : "active";
+                                                                          : "active";
         printf("%-22s %-24s %-7s %-8s %s\n", t[i]->id, t[i]->name, t[i]->scope, state, used);
     }
     tokens_free(t, n);

@@ -92,8 +92,8 @@ static int set_state(struct conn *c, const struct job_update *u, enum job_state 
                      struct err *err)
 {
     if (!jobstate_can(from, u->state))
-        return err_set(err, ERR_CONFLICT, "the job is %s and cannot become %s",
-                       jobstate_name(from), jobstate_name(u->state));
+        return err_set(err, ERR_CONFLICT, "the job is %s and cannot become %s", jobstate_name(from),
+                       jobstate_name(u->state));
     sqlite3_stmt *s = STMT(c, U_SET_STATE, err);
     if (!s)
         return -1;
@@ -106,8 +106,9 @@ static int set_state(struct conn *c, const struct job_update *u, enum job_state 
     bind_int(s, ":now", u->now);
     if (sql_exec_stmt(c, s, err, "changing the job's state") < 0)
         return -1;
-    struct job_event e = { .type = jobstate_name(u->state), .reason = u->reason,
-                           .message = u->message, .rank = -1 };
+    struct job_event e = {
+        .type = jobstate_name(u->state), .reason = u->reason, .message = u->message, .rank = -1
+    };
     return event_insert(c, u->pk, &e, u->now, err);
 }
 
@@ -192,8 +193,7 @@ int store_job_update(struct store *st, const struct job_update *u, struct err *e
     return store_write_wait(st, apply_update, &copy, err);
 }
 
-json_t *store_events_list(struct store *st, int64_t pk, int64_t after, int limit,
-                          struct err *err)
+json_t *store_events_list(struct store *st, int64_t pk, int64_t after, int limit, struct err *err)
 {
     struct conn *c = store_reader(st, err);
     sqlite3_stmt *s = c ? STMT(c, U_EVENTS, err) : NULL;
@@ -212,9 +212,9 @@ json_t *store_events_list(struct store *st, int64_t pk, int64_t after, int limit
         json_object_set_new(e, "type", json_string(col_text(s, 2)));
         json_object_set_new(e, "reason", json_string(col_text(s, 3)));
         json_object_set_new(e, "message", json_string(col_text(s, 4)));
-        json_object_set_new(e, "rank", sqlite3_column_type(s, 5) == SQLITE_NULL
-                                           ? json_null()
-                                           : json_integer(col_int(s, 5)));
+        json_object_set_new(e, "rank",
+                            sqlite3_column_type(s, 5) == SQLITE_NULL ? json_null()
+                                                                     : json_integer(col_int(s, 5)));
         json_object_set_new(e, "source", json_string(col_text(s, 6)));
         json_array_append_new(arr, e);
     }

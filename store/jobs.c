@@ -12,7 +12,7 @@
 #include "store/tokens.h"
 
 #define JOB_COLS                                                                                   \
-    "pk, id, name, executor, state, reason, message, priority, queue, nranks, spec, owner, "      \
+    "pk, id, name, executor, state, reason, message, priority, queue, nranks, spec, owner, "       \
     "attempt, desired, first_failure, exec_state, created_at, started_at, finished_at, updated_at"
 
 enum {
@@ -39,8 +39,9 @@ static const char *const sql[] = {
                  " :nranks, :spec, :owner, :desired, :now, :now)",
     [J_LABEL] = "INSERT INTO job_labels (job_pk, key, value) VALUES (:pk, :key, :value)",
     [J_RANK] = "INSERT INTO ranks (job_pk, rank, state) VALUES (:pk, :rank, 'pending')",
-    [J_IDEM_GET] = "SELECT i.body_hash, j.pk, j.id FROM idempotency i JOIN jobs j ON j.pk = i.job_pk"
-                   " WHERE i.owner = :owner AND i.key = :key",
+    [J_IDEM_GET] =
+        "SELECT i.body_hash, j.pk, j.id FROM idempotency i JOIN jobs j ON j.pk = i.job_pk"
+        " WHERE i.owner = :owner AND i.key = :key",
     [J_IDEM_PUT] = "INSERT INTO idempotency (owner, key, body_hash, job_pk, created_at)"
                    " VALUES (:owner, :key, :hash, :pk, :now)",
     [J_LOG_STATE] = "INSERT INTO log_state (job_pk) VALUES (:pk)",
@@ -52,11 +53,11 @@ static const char *const sql[] = {
     [J_DELETE] = "DELETE FROM jobs WHERE pk = :pk AND state IN"
                  " ('succeeded', 'failed', 'cancelled', 'preempted')",
     [J_IN_FLIGHT] = "SELECT " JOB_COLS " FROM jobs WHERE state IN"
-                 " ('starting', 'running', 'restarting', 'cancelling') ORDER BY pk",
+                    " ('starting', 'running', 'restarting', 'cancelling') ORDER BY pk",
     /* INDEXED BY: without statistics SQLite would scan every queued job by state. */
     [J_RUNNABLE] = "SELECT " JOB_COLS " FROM jobs INDEXED BY jobs_runnable"
                    " WHERE state = 'queued' AND desired = 'run'"
-                     " ORDER BY priority DESC, pk LIMIT :limit",
+                   " ORDER BY priority DESC, pk LIMIT :limit",
     [J_COUNT] = "SELECT state, count(*) FROM jobs GROUP BY state",
 };
 
@@ -173,8 +174,10 @@ static int insert_children(struct conn *c, const struct job_new *jn, int64_t pk,
     bind_int(s, ":pk", pk);
     if (sql_exec_stmt(c, s, err, "storing log state") < 0)
         return -1;
-    struct job_event accepted = { .type = "accepted", .reason = "Submitted",
-                                  .message = jn->hold ? "held until resumed" : "", .rank = -1 };
+    struct job_event accepted = { .type = "accepted",
+                                  .reason = "Submitted",
+                                  .message = jn->hold ? "held until resumed" : "",
+                                  .rank = -1 };
     return event_insert(c, pk, &accepted, jn->now, err);
 }
 
@@ -216,8 +219,11 @@ static int apply_insert(struct conn *c, void *arg, struct err *err)
         return -1;
     char target[64];
     snprintf(target, sizeof(target), "job/%s", jn->id);
-    struct audit_entry audit = { .actor = jn->owner, .action = "job.create", .target = target,
-                                 .request_id = jn->request_id, .time = jn->now };
+    struct audit_entry audit = { .actor = jn->owner,
+                                 .action = "job.create",
+                                 .target = target,
+                                 .request_id = jn->request_id,
+                                 .time = jn->now };
     if (audit_insert(c, &audit, err) < 0)
         return -1;
     if (!jn->idempotency_key)
@@ -264,8 +270,7 @@ void store_job_insert_async(struct store *st, const struct job_new *jn, struct j
     store_write_async(st, apply_insert, &a->op, insert_done, a);
 }
 
-static struct job *get_one(struct store *st, int which, const char *id, int64_t pk,
-                           struct err *err)
+static struct job *get_one(struct store *st, int which, const char *id, int64_t pk, struct err *err)
 {
     struct conn *c = store_reader(st, err);
     sqlite3_stmt *s = c ? STMT(c, which, err) : NULL;
@@ -481,8 +486,7 @@ int store_jobs_in_flight(struct store *st, struct job ***out, size_t *n, struct 
     return rc;
 }
 
-int store_jobs_runnable(struct store *st, int limit, struct job ***out, size_t *n,
-                        struct err *err)
+int store_jobs_runnable(struct store *st, int limit, struct job ***out, size_t *n, struct err *err)
 {
     struct conn *c = store_reader(st, err);
     sqlite3_stmt *s = c ? STMT(c, J_RUNNABLE, err) : NULL;

@@ -79,8 +79,8 @@ struct job_new {
 /* Outcome of an insert: a new job, or the job an earlier request with the same key created. */
 struct job_inserted {
     int64_t pk;
-    bool replayed;         /* idempotency key seen before with the same body */
-    char replayed_id[32];  /* the earlier job's id when replayed */
+    bool replayed;        /* idempotency key seen before with the same body */
+    char replayed_id[32]; /* the earlier job's id when replayed */
 };
 
 /* Inserts the job with its pending ranks, labels, "accepted" event and idempotency key.
@@ -114,11 +114,11 @@ struct label_req {
 struct job_filter {
     const enum job_state *states; /* NULL: any */
     size_t nstates;
-    const char *name;             /* exact name, NULL: any */
+    const char *name; /* exact name, NULL: any */
     const struct label_req *labels;
     size_t nlabels;
-    const char *executor;         /* NULL: any */
-    int64_t before_pk;            /* cursor: jobs older than this; 0 = from the newest */
+    const char *executor; /* NULL: any */
+    int64_t before_pk;    /* cursor: jobs older than this; 0 = from the newest */
     int limit;
 };
 
@@ -191,8 +191,7 @@ struct job_update {
 int store_job_update(struct store *st, const struct job_update *u, struct err *err);
 
 /* Events with seq > after, oldest first, at most limit, as a JSON array (new reference). */
-json_t *store_events_list(struct store *st, int64_t pk, int64_t after, int limit,
-                          struct err *err);
+json_t *store_events_list(struct store *st, int64_t pk, int64_t after, int limit, struct err *err);
 
 /* Deletes a job in a terminal state and everything it owns. ERR_CONFLICT when not terminal. */
 int store_job_delete(struct store *st, int64_t pk, struct err *err);
@@ -200,12 +199,10 @@ int store_job_delete(struct store *st, int64_t pk, struct err *err);
 /* Jobs that may have live ranks (starting, running, restarting, cancelling), oldest first. */
 int store_jobs_in_flight(struct store *st, struct job ***out, size_t *n, struct err *err);
 /* Queued jobs ready to start (not suspended), best first: priority, then age. At most limit. */
-int store_jobs_runnable(struct store *st, int limit, struct job ***out, size_t *n,
-                        struct err *err);
+int store_jobs_runnable(struct store *st, int limit, struct job ***out, size_t *n, struct err *err);
 
 /* Counts of jobs by state (index = enum job_state), for /metrics. */
-int store_jobs_count_by_state(struct store *st, int64_t counts[JOB_STATE_COUNT],
-                              struct err *err);
+int store_jobs_count_by_state(struct store *st, int64_t counts[JOB_STATE_COUNT], struct err *err);
 
 /* Frees an array of jobs from store_job_list/store_jobs_active. */
 void jobs_free(struct job **jobs, size_t n);

@@ -151,12 +151,15 @@ int logblock_decode(const void *data, size_t len, int64_t first_seq, int64_t fir
         if (get_varint(&p, end, &src) < 0 || p >= end)
             return err_set(err, ERR_IO, "log block is truncated");
         int flags = *p++;
-        if (get_varint(&p, end, &delta) < 0 || get_varint(&p, end, &n) < 0 ||
-            n > (size_t)(end - p))
+        if (get_varint(&p, end, &delta) < 0 || get_varint(&p, end, &n) < 0 || n > (size_t)(end - p))
             return err_set(err, ERR_IO, "log block is truncated");
         time += unzigzag(delta);
-        struct log_line l = { .seq = seq, .time = time, .src = (int)src, .flags = flags,
-                              .text = (const char *)p, .len = (size_t)n };
+        struct log_line l = { .seq = seq,
+                              .time = time,
+                              .src = (int)src,
+                              .flags = flags,
+                              .text = (const char *)p,
+                              .len = (size_t)n };
         p += n;
         int rc = fn(ctx, &l);
         if (rc)

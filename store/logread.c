@@ -264,8 +264,9 @@ int store_logs_read(struct store *st, int64_t job_pk, const struct log_query *q,
                     void *ctx, struct log_read_stats *stats, struct err *err)
 {
     struct log_read_stats ignored = { 0 };
-    struct reader r = { .pk = job_pk, .q = q, .fn = fn, .ctx = ctx,
-                        .stats = stats ? stats : &ignored };
+    struct reader r = {
+        .pk = job_pk, .q = q, .fn = fn, .ctx = ctx, .stats = stats ? stats : &ignored
+    };
     r.c = store_reader(st, err);
     if (!r.c)
         return -1;

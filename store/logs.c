@@ -83,9 +83,12 @@ static int state_get(struct conn *c, int64_t pk, struct log_stats *s, int64_t *u
     bind_int(q, ":pk", pk);
     int rc = sqlite3_step(q);
     if (rc == SQLITE_ROW) {
-        *s = (struct log_stats){ .next_seq = col_int(q, 0), .first_seq = col_int(q, 1),
-                                 .lines = col_int(q, 2), .bytes = col_int(q, 3),
-                                 .dropped_lines = col_int(q, 4), .dropped_bytes = col_int(q, 5),
+        *s = (struct log_stats){ .next_seq = col_int(q, 0),
+                                 .first_seq = col_int(q, 1),
+                                 .lines = col_int(q, 2),
+                                 .bytes = col_int(q, 3),
+                                 .dropped_lines = col_int(q, 4),
+                                 .dropped_bytes = col_int(q, 5),
                                  .complete = col_int(q, 7) != 0 };
         if (unsealed)
             *unsealed = col_int(q, 6);
@@ -267,12 +270,12 @@ static int add_sources(struct conn *c, const struct log_append *a, struct err *e
 }
 
 /* Writes new lines: as one more unsealed block, or sealed together with the unsealed ones. */
-static int64_t store_lines(struct conn *c, struct log_append *a, int64_t unsealed,
-                           struct err *err)
+static int64_t store_lines(struct conn *c, struct log_append *a, int64_t unsealed, struct err *err)
 {
     if (unsealed + (int64_t)a->n < LOG_SEAL_LINES)
-        return write_blocks(c, a->job_pk, a->lines, a->n, false, err) < 0 ? -1
-                                                                          : unsealed + (int64_t)a->n;
+        return write_blocks(c, a->job_pk, a->lines, a->n, false, err) < 0
+                   ? -1
+                   : unsealed + (int64_t)a->n;
     struct lineset ls = { 0 };
     int64_t rc = take_unsealed(c, a->job_pk, &ls, err);
     if (rc == 0) {
@@ -402,8 +405,7 @@ int store_log_complete(struct store *st, int64_t job_pk, struct err *err)
     return store_write_wait(st, apply_complete, &job_pk, err);
 }
 
-static int collect_pks(struct conn *c, sqlite3_stmt *s, int64_t **pks, size_t *n,
-                       struct err *err)
+static int collect_pks(struct conn *c, sqlite3_stmt *s, int64_t **pks, size_t *n, struct err *err)
 {
     size_t cap = 0;
     int rc;

@@ -90,13 +90,13 @@ int store_log_complete(struct store *st, int64_t job_pk, struct err *err);
 int store_logs_unfinished(struct store *st, int64_t **pks, size_t *n, struct err *err);
 
 struct log_query {
-    int64_t after;  /* seq > after */
-    int64_t before; /* seq < before; 0: no bound */
-    int64_t since;  /* time >= since; 0: no bound */
-    int64_t until;  /* time < until; 0: no bound */
-    int tail;       /* only the last `tail` matching lines; 0: from the start */
-    int limit;      /* at most this many lines; 0: no limit */
-    int stream;     /* -1: both, else LOGF_STDERR or 0 for stdout */
+    int64_t after;         /* seq > after */
+    int64_t before;        /* seq < before; 0: no bound */
+    int64_t since;         /* time >= since; 0: no bound */
+    int64_t until;         /* time < until; 0: no bound */
+    int tail;              /* only the last `tail` matching lines; 0: from the start */
+    int limit;             /* at most this many lines; 0: no limit */
+    int stream;            /* -1: both, else LOGF_STDERR or 0 for stdout */
     const uint64_t *ranks; /* bit set of ranks to keep (rank r: ranks[r/64] >> r%64); NULL: all */
     size_t nranks_words;
     const struct logmatch *match; /* NULL: no text query */

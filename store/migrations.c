@@ -21,15 +21,15 @@ static const char *const migrations[] = {
     "  priority INTEGER NOT NULL DEFAULT 0,"
     "  queue TEXT NOT NULL DEFAULT '',"
     "  nranks INTEGER NOT NULL,"
-    "  spec TEXT NOT NULL,"             /* canonical JSON, defaults filled in */
-    "  owner TEXT NOT NULL DEFAULT '',"  /* name of the token that submitted it */
-    "  attempt INTEGER NOT NULL DEFAULT 0," /* restarts of the whole job so far */
+    "  spec TEXT NOT NULL,"                  /* canonical JSON, defaults filled in */
+    "  owner TEXT NOT NULL DEFAULT '',"      /* name of the token that submitted it */
+    "  attempt INTEGER NOT NULL DEFAULT 0,"  /* restarts of the whole job so far */
     "  desired TEXT NOT NULL DEFAULT 'run'," /* run | cancel | hold */
     "  created_at INTEGER NOT NULL,"
     "  started_at INTEGER NOT NULL DEFAULT 0,"
     "  finished_at INTEGER NOT NULL DEFAULT 0,"
     "  updated_at INTEGER NOT NULL,"
-    "  first_failure TEXT,"             /* JSON, set once */
+    "  first_failure TEXT,"                   /* JSON, set once */
     "  exec_state TEXT NOT NULL DEFAULT '{}'" /* executor-private JSON */
     ");"
     "CREATE INDEX jobs_by_state ON jobs(state, pk);"
@@ -76,8 +76,8 @@ static const char *const migrations[] = {
     "  pk INTEGER PRIMARY KEY,"
     "  id TEXT NOT NULL UNIQUE,"
     "  name TEXT NOT NULL,"
-    "  hash TEXT NOT NULL UNIQUE,"       /* SHA-256 of the secret; the secret is never stored */
-    "  scope TEXT NOT NULL,"             /* read | submit | admin | worker */
+    "  hash TEXT NOT NULL UNIQUE," /* SHA-256 of the secret; the secret is never stored */
+    "  scope TEXT NOT NULL,"       /* read | submit | admin | worker */
     "  job_pk INTEGER REFERENCES jobs(pk) ON DELETE CASCADE," /* worker tokens only */
     "  created_by TEXT NOT NULL DEFAULT '',"
     "  created_at INTEGER NOT NULL,"
@@ -108,7 +108,7 @@ static const char *const migrations[] = {
     "CREATE TABLE log_sources ("
     "  job_pk INTEGER NOT NULL REFERENCES jobs(pk) ON DELETE CASCADE,"
     "  src INTEGER NOT NULL,"
-    "  key TEXT NOT NULL,"                 /* the collector's stable name, e.g. a0/r3 */
+    "  key TEXT NOT NULL," /* the collector's stable name, e.g. a0/r3 */
     "  rank INTEGER NOT NULL,"
     "  pod TEXT NOT NULL DEFAULT '',"
     "  pid INTEGER NOT NULL DEFAULT 0,"
@@ -135,6 +135,22 @@ static const char *const migrations[] = {
     "CREATE TABLE log_data ("
     "  block_id INTEGER PRIMARY KEY REFERENCES log_blocks(id) ON DELETE CASCADE,"
     "  data BLOB NOT NULL);",
+    /* 2: the rendezvous of a job's ranks (NCCL unique id, fabric addresses, barriers) */
+    "CREATE TABLE rendezvous_keys ("
+    "  job_pk INTEGER NOT NULL REFERENCES jobs(pk) ON DELETE CASCADE,"
+    "  attempt INTEGER NOT NULL,"
+    "  key TEXT NOT NULL,"
+    "  value TEXT NOT NULL,"
+    "  set_at INTEGER NOT NULL,"
+    "  PRIMARY KEY (job_pk, attempt, key)) WITHOUT ROWID;"
+    "CREATE TABLE rendezvous_arrivals ("
+    "  job_pk INTEGER NOT NULL REFERENCES jobs(pk) ON DELETE CASCADE,"
+    "  attempt INTEGER NOT NULL,"
+    "  barrier TEXT NOT NULL,"
+    "  rank INTEGER NOT NULL,"
+    "  world_size INTEGER NOT NULL,"
+    "  at INTEGER NOT NULL,"
+    "  PRIMARY KEY (job_pk, attempt, barrier, rank)) WITHOUT ROWID;",
 };
 
 static int user_version(struct conn *c, int *version, struct err *err)

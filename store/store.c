@@ -25,12 +25,11 @@ struct store {
     int schema_version;
 };
 
-static const char *const pragmas =
-    "PRAGMA journal_mode=WAL;"
-    "PRAGMA foreign_keys=ON;"
-    "PRAGMA temp_store=MEMORY;"
-    "PRAGMA cache_size=-4000;"
-    "PRAGMA wal_autocheckpoint=4000;";
+static const char *const pragmas = "PRAGMA journal_mode=WAL;"
+                                   "PRAGMA foreign_keys=ON;"
+                                   "PRAGMA temp_store=MEMORY;"
+                                   "PRAGMA cache_size=-4000;"
+                                   "PRAGMA wal_autocheckpoint=4000;";
 
 struct conn *conn_open(const char *path, const struct store_options *opts, struct err *err)
 {
@@ -110,7 +109,8 @@ struct conn *store_reader(struct store *st, struct err *err)
 
 struct store *store_open(const char *path, const struct store_options *opts, struct err *err)
 {
-    struct store_options defaults = { .sync_full = true, .busy_timeout_ms = 5000,
+    struct store_options defaults = { .sync_full = true,
+                                      .busy_timeout_ms = 5000,
                                       .max_batch = 512 };
     struct store *st = XNEW(struct store);
     st->path = xstrdup(path);

@@ -25,7 +25,7 @@ struct token_new {
     const char *name;
     const char *hash; /* SHA-256 hex of the secret */
     const char *scope;
-    int64_t job_pk;   /* 0: not a worker token */
+    int64_t job_pk; /* 0: not a worker token */
     int64_t expires_at;
     const char *created_by;
     int64_t now;
@@ -52,9 +52,9 @@ void tokens_free(struct token **t, size_t n);
 /* Audit trail: who did what to which object, when. */
 struct audit_entry {
     const char *actor;
-    const char *action;  /* "job.create", "job.cancel", "token.revoke", ... */
-    const char *target;  /* "job/<id>", "token/<id>" */
-    const char *detail;  /* JSON object text, or NULL */
+    const char *action; /* "job.create", "job.cancel", "token.revoke", ... */
+    const char *target; /* "job/<id>", "token/<id>" */
+    const char *detail; /* JSON object text, or NULL */
     const char *request_id;
     int64_t time;
 };

@@ -170,8 +170,7 @@ void writer_stop(struct writer *w)
     free(w);
 }
 
-void writer_submit(struct writer *w, store_apply_fn apply, void *arg, store_done_fn done,
-                   void *ctx)
+void writer_submit(struct writer *w, store_apply_fn apply, void *arg, store_done_fn done, void *ctx)
 {
     struct wop *op = XNEW(struct wop);
     op->apply = apply;

@@ -80,6 +80,22 @@ static void prune(const char *dir, int keep)
     }
 }
 
+/* mkdir -p: the checkpoint path of a spec is usually a directory nobody has made yet. */
+static int make_dirs(const char *dir)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s", dir);
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(path, 0755) < 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return mkdir(path, 0755) < 0 && errno != EEXIST ? -1 : 0;
+}
+
 int ckpt_save(const char *dir, const struct ckpt_meta *meta, const struct model *m, int keep,
               struct err *err)
 {
@@ -87,7 +103,7 @@ int ckpt_save(const char *dir, const struct ckpt_meta *meta, const struct model 
     char *tmp = xasprintf("%s/.ckpt-%010lld.tmp.%ld", dir, (long long)meta->step, (long)getpid());
     char *path = xasprintf("%s/ckpt-%010lld.bin", dir, (long long)meta->step);
     int ret = 0, fd = -1, dfd = -1;
-    if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+    if (make_dirs(dir) < 0) {
         ret = err_set(err, ERR_IO, "mkdir %s: %s", dir, strerror(errno));
         goto out;
     }

@@ -8,6 +8,8 @@
  */
 #include "worker/train.h"
 
+#include <unistd.h>
+
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -61,10 +63,20 @@ struct trainer {
     long first_step;
 };
 
+/* The corpus: TRAINYARD_DATA, else the one shipped beside this program (build/ and the
+ * images), else in the working directory. */
 static const char *default_data(void)
 {
-    static const char *const candidates[] = { "/opt/trainyard/examples/corpus.txt",
-                                              "examples/corpus.txt", "../examples/corpus.txt" };
+    static char beside[4096];
+    char exe[3072];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    exe[n > 0 ? n : 0] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash)
+        *slash = '\0';
+    snprintf(beside, sizeof(beside), "%s/../examples/corpus.txt", exe);
+    const char *const candidates[] = { beside, "/opt/trainyard/examples/corpus.txt",
+                                       "examples/corpus.txt", "../examples/corpus.txt" };
     const char *env = getenv("TRAINYARD_DATA");
     if (env && *env)
         return env;
@@ -75,7 +87,7 @@ static const char *default_data(void)
             return candidates[i];
         }
     }
-    return candidates[0];
+    return "examples/corpus.txt";
 }
 
 static int load_corpus(struct trainer *t, const char *path, struct err *err)

@@ -108,8 +108,9 @@ int clock_parse(const char *text, int64_t *ns)
     }
     if (*p != '\0')
         return -1;
-    struct tm tm = { .tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d,
-                     .tm_hour = h, .tm_min = mi, .tm_sec = s };
+    struct tm tm = {
+        .tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d, .tm_hour = h, .tm_min = mi, .tm_sec = s
+    };
     time_t sec = timegm(&tm);
     /* int64 nanoseconds hold the years 1678 to 2261: outside them there is no such time. */
     int64_t secs = (int64_t)sec - offset;

@@ -8,8 +8,8 @@
 #include <stdint.h>
 
 #define CLOCK_RFC3339_MAX 64
-#define NS_PER_SEC 1000000000LL
-#define NS_PER_MS 1000000LL
+#define NS_PER_SEC        1000000000LL
+#define NS_PER_MS         1000000LL
 
 int64_t clock_now_ns(void);  /* wall clock */
 int64_t clock_mono_ns(void); /* monotonic, for timeouts and durations */

@@ -12,7 +12,7 @@
 
 #include "server/core/buf.h"
 
-#define SHA256_LEN 32
+#define SHA256_LEN     32
 #define SHA256_HEX_LEN 65 /* with NUL */
 
 void crypto_sha256(const void *data, size_t len, unsigned char out[SHA256_LEN]);

@@ -14,25 +14,25 @@
 
 enum err_code {
     ERR_NONE = 0,
-    ERR_INVALID,       /* malformed request: bad parameter, bad JSON (400) */
-    ERR_VALIDATION,    /* well-formed but wrong: fields listed (422) */
-    ERR_UNAUTHORIZED,  /* no or bad credentials (401) */
-    ERR_FORBIDDEN,     /* credentials lack the scope (403) */
-    ERR_NOT_FOUND,     /* (404) */
-    ERR_METHOD,        /* the path exists, not with this method (405) */
-    ERR_CONFLICT,      /* state or idempotency conflict (409) */
-    ERR_GONE,          /* resource or position no longer available (410) */
-    ERR_TOO_LARGE,     /* body or range over a limit (413) */
-    ERR_UNSUPPORTED,   /* media type not accepted (415) */
-    ERR_RATE_LIMITED,  /* (429) */
-    ERR_UNAVAILABLE,   /* not ready, disk full, draining (503) */
-    ERR_TIMEOUT,       /* (504) */
-    ERR_UPSTREAM,      /* a dependency (Kubernetes, a webhook receiver) failed (502) */
-    ERR_IO,            /* file or database I/O (500) */
-    ERR_INTERNAL,      /* a bug (500) */
+    ERR_INVALID,      /* malformed request: bad parameter, bad JSON (400) */
+    ERR_VALIDATION,   /* well-formed but wrong: fields listed (422) */
+    ERR_UNAUTHORIZED, /* no or bad credentials (401) */
+    ERR_FORBIDDEN,    /* credentials lack the scope (403) */
+    ERR_NOT_FOUND,    /* (404) */
+    ERR_METHOD,       /* the path exists, not with this method (405) */
+    ERR_CONFLICT,     /* state or idempotency conflict (409) */
+    ERR_GONE,         /* resource or position no longer available (410) */
+    ERR_TOO_LARGE,    /* body or range over a limit (413) */
+    ERR_UNSUPPORTED,  /* media type not accepted (415) */
+    ERR_RATE_LIMITED, /* (429) */
+    ERR_UNAVAILABLE,  /* not ready, disk full, draining (503) */
+    ERR_TIMEOUT,      /* (504) */
+    ERR_UPSTREAM,     /* a dependency (Kubernetes, a webhook receiver) failed (502) */
+    ERR_IO,           /* file or database I/O (500) */
+    ERR_INTERNAL,     /* a bug (500) */
 };
 
-#define ERR_MSG_MAX 512
+#define ERR_MSG_MAX    512
 #define ERR_FIELDS_MAX 64
 
 struct err_field {

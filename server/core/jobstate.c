@@ -2,11 +2,9 @@
 #include "server/core/jobstate.h"
 
 static const char *const job_names[JOB_STATE_COUNT] = {
-    [JOB_QUEUED] = "queued",         [JOB_STARTING] = "starting",
-    [JOB_RUNNING] = "running",       [JOB_RESTARTING] = "restarting",
-    [JOB_CANCELLING] = "cancelling", [JOB_SUCCEEDED] = "succeeded",
-    [JOB_FAILED] = "failed",         [JOB_CANCELLED] = "cancelled",
-    [JOB_PREEMPTED] = "preempted",
+    [JOB_QUEUED] = "queued",         [JOB_STARTING] = "starting",     [JOB_RUNNING] = "running",
+    [JOB_RESTARTING] = "restarting", [JOB_CANCELLING] = "cancelling", [JOB_SUCCEEDED] = "succeeded",
+    [JOB_FAILED] = "failed",         [JOB_CANCELLED] = "cancelled",   [JOB_PREEMPTED] = "preempted",
 };
 
 static const char *const rank_names[RANK_STATE_COUNT] = {

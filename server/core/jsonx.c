@@ -36,7 +36,8 @@ json_t *jsonx_loadb(const char *data, size_t len, int max_depth, struct err *err
         return NULL;
     }
     json_error_t jerr;
-    json_t *v = json_loadb(data, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_ANY, &jerr);
+    json_t *v =
+        json_loadb(data, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_ANY, &jerr);
     if (!v)
         err_set(err, ERR_INVALID, "invalid JSON at line %d column %d: %s", jerr.line, jerr.column,
                 jerr.text);

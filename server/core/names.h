@@ -6,13 +6,14 @@
 #ifndef TY_NAMES_H
 #define TY_NAMES_H
 
-const char *names_dns1035_label(const char *s);   /* job names, Service names: [a-z]([-a-z0-9]*[a-z0-9])? */
-const char *names_dns1123_label(const char *s);   /* namespaces: [a-z0-9]([-a-z0-9]*[a-z0-9])? */
+const char *
+names_dns1035_label(const char *s); /* job names, Service names: [a-z]([-a-z0-9]*[a-z0-9])? */
+const char *names_dns1123_label(const char *s);     /* namespaces: [a-z0-9]([-a-z0-9]*[a-z0-9])? */
 const char *names_dns1123_subdomain(const char *s); /* claims, secrets: labels joined by '.' */
-const char *names_label_key(const char *s);       /* [prefix/]name */
+const char *names_label_key(const char *s);         /* [prefix/]name */
 const char *names_label_value(const char *s);
-const char *names_env_var(const char *s);         /* [A-Za-z_][A-Za-z0-9_]* */
-const char *names_image(const char *s);           /* an OCI image reference, loosely */
-const char *names_abs_path(const char *s);        /* /absolute/path without .. */
+const char *names_env_var(const char *s);  /* [A-Za-z_][A-Za-z0-9_]* */
+const char *names_image(const char *s);    /* an OCI image reference, loosely */
+const char *names_abs_path(const char *s); /* /absolute/path without .. */
 
 #endif

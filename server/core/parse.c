@@ -65,8 +65,8 @@ int parse_duration(const char *text, int64_t *ns)
     static const struct {
         const char *suffix;
         double ns;
-    } units[] = { { "", 1e9 },   { "ns", 1 },    { "us", 1e3 },   { "ms", 1e6 },
-                  { "s", 1e9 },  { "m", 60e9 },  { "h", 3600e9 }, { "d", 86400e9 } };
+    } units[] = { { "", 1e9 },  { "ns", 1 },   { "us", 1e3 },   { "ms", 1e6 },
+                  { "s", 1e9 }, { "m", 60e9 }, { "h", 3600e9 }, { "d", 86400e9 } };
     double v;
     const char *suffix;
     if (number_and_suffix(text, &v, &suffix) < 0)
@@ -89,11 +89,25 @@ struct unit {
 };
 
 static const struct unit byte_units[] = {
-    { "", 1 },        { "B", 1 },        { "Ki", 1024.0 },           { "Mi", 1048576.0 },
-    { "Gi", 1073741824.0 },              { "Ti", 1099511627776.0 },  { "K", 1e3 },
-    { "k", 1e3 },     { "M", 1e6 },      { "G", 1e9 },               { "T", 1e12 },
-    { "KB", 1e3 },    { "MB", 1e6 },     { "GB", 1e9 },              { "TB", 1e12 },
-    { "KiB", 1024.0 }, { "MiB", 1048576.0 }, { "GiB", 1073741824.0 }, { "TiB", 1099511627776.0 },
+    { "", 1 },
+    { "B", 1 },
+    { "Ki", 1024.0 },
+    { "Mi", 1048576.0 },
+    { "Gi", 1073741824.0 },
+    { "Ti", 1099511627776.0 },
+    { "K", 1e3 },
+    { "k", 1e3 },
+    { "M", 1e6 },
+    { "G", 1e9 },
+    { "T", 1e12 },
+    { "KB", 1e3 },
+    { "MB", 1e6 },
+    { "GB", 1e9 },
+    { "TB", 1e12 },
+    { "KiB", 1024.0 },
+    { "MiB", 1048576.0 },
+    { "GiB", 1073741824.0 },
+    { "TiB", 1099511627776.0 },
 };
 
 static int scaled(const char *text, const struct unit *units, size_t n, double mul, int64_t *out)
@@ -122,9 +136,18 @@ int parse_bytes(const char *text, int64_t *bytes)
 int parse_quantity(const char *text, int64_t *milli)
 {
     static const struct unit units[] = {
-        { "", 1 },      { "m", 1e-3 },  { "k", 1e3 },   { "M", 1e6 },         { "G", 1e9 },
-        { "T", 1e12 },  { "P", 1e15 },  { "Ki", 1024.0 }, { "Mi", 1048576.0 }, { "Gi", 1073741824.0 },
-        { "Ti", 1099511627776.0 },      { "Pi", 1125899906842624.0 },
+        { "", 1 },
+        { "m", 1e-3 },
+        { "k", 1e3 },
+        { "M", 1e6 },
+        { "G", 1e9 },
+        { "T", 1e12 },
+        { "P", 1e15 },
+        { "Ki", 1024.0 },
+        { "Mi", 1048576.0 },
+        { "Gi", 1073741824.0 },
+        { "Ti", 1099511627776.0 },
+        { "Pi", 1125899906842624.0 },
     };
     /* Exponent form ("1e3") is a plain number to strtod; "1E" is not a Kubernetes suffix. */
     return scaled(text, units, sizeof(units) / sizeof(units[0]), 1000, milli);

@@ -45,7 +45,26 @@ check_eq() {
     fi
 }
 
+# Stops the daemon (SIGTERM, as an operator would) and fails the test on anything the sanitizers
+# reported in its lifetime: leaks, memory errors, undefined behaviour.
+ty_stop() {
+    [ -n "$PID" ] || return 0
+    kill -TERM "$PID" 2>/dev/null
+    wait "$PID" 2>/dev/null
+    PID=""
+}
+
+sanitizer_clean() {
+    ! grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$WORK/daemon.err" 2>/dev/null
+}
+
 ty_done() {
+    ty_stop
+    if ! sanitizer_clean; then
+        FAILED=$((FAILED + 1))
+        echo "FAIL: the sanitizers reported problems in the daemon:" >&2
+        grep -E -A12 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$WORK/daemon.err" | head -60 >&2
+    fi
     echo "$PASSED passed, $FAILED failed"
     [ "$FAILED" -eq 0 ]
     exit $?
@@ -53,6 +72,7 @@ ty_done() {
 
 # ty_start [flags]: starts the daemon (auth on, admin token given) and waits until it is ready.
 TY_FLAGS=()
+TY_CURL=() # extra curl options for every request (TLS tests set --cacert, --cert, --key)
 ty_start() {
     [ $# -gt 0 ] && TY_FLAGS=("$@")
     DATA=${DATA:-$WORK/data}
@@ -63,7 +83,7 @@ ty_start() {
     PID=$!
     for _ in $(seq 1 200); do
         URL=$(grep -o 'http[s]*://[0-9.:]*' "$WORK/daemon.out" 2>/dev/null | head -1)
-        [ -n "$URL" ] && curl -sf "$URL/readyz" >/dev/null 2>&1 && return 0
+        [ -n "$URL" ] && curl -sf "${TY_CURL[@]}" "$URL/readyz" >/dev/null 2>&1 && return 0
         kill -0 "$PID" 2>/dev/null || break
         sleep 0.05
     done
@@ -79,6 +99,12 @@ ty_kill9() {
     PID=""
 }
 
+# ty_restart [flags]: a graceful restart (SIGTERM) on the same port and data.
+ty_graceful_restart() {
+    ty_stop
+    ty_restart "$@"
+}
+
 ty_restart() {
     PORT=${URL##*:}
     : >"$WORK/daemon.out"
@@ -88,14 +114,14 @@ ty_restart() {
 api() {
     local method=$1 path=$2
     shift 2
-    curl -s -X "$method" -H "Authorization: Bearer $TOKEN" "$@" "$URL$path"
+    curl -s "${TY_CURL[@]}" -X "$method" -H "Authorization: Bearer $TOKEN" "$@" "$URL$path"
 }
 
 # status METHOD PATH [curl args]: prints the HTTP status only.
 status() {
     local method=$1 path=$2
     shift 2
-    curl -s -o /dev/null -w '%{http_code}' -X "$method" -H "Authorization: Bearer $TOKEN" "$@" "$URL$path"
+    curl -s "${TY_CURL[@]}" -o /dev/null -w '%{http_code}' -X "$method" -H "Authorization: Bearer $TOKEN" "$@" "$URL$path"
 }
 
 submit() {

@@ -28,7 +28,7 @@ static int check_passed, check_failed;
             check_passed++;                                                                        \
         } else {                                                                                   \
             check_failed++;                                                                        \
-            fprintf(stderr, "%s:%d: FAILED: %s == %s\n  got:      \"%s\"\n  expected: \"%s\"\n",  \
+            fprintf(stderr, "%s:%d: FAILED: %s == %s\n  got:      \"%s\"\n  expected: \"%s\"\n",   \
                     __FILE__, __LINE__, #a, #b, check_a_ ? check_a_ : "(null)",                    \
                     check_b_ ? check_b_ : "(null)");                                               \
         }                                                                                          \
@@ -41,7 +41,7 @@ static int check_passed, check_failed;
             check_passed++;                                                                        \
         } else {                                                                                   \
             check_failed++;                                                                        \
-            fprintf(stderr, "%s:%d: FAILED: %s == %s\n  got:      %lld\n  expected: %lld\n",      \
+            fprintf(stderr, "%s:%d: FAILED: %s == %s\n  got:      %lld\n  expected: %lld\n",       \
                     __FILE__, __LINE__, #a, #b, check_a_, check_b_);                               \
         }                                                                                          \
     } while (0)

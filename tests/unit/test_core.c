@@ -109,7 +109,7 @@ static void test_utf8_and_escape(void)
 {
     CHECK(utf8_valid("h\xc3\xa9llo", 6));
     CHECK(!utf8_valid("\xff", 1));
-    CHECK(!utf8_valid("\xc0\x80", 2)); /* overlong NUL */
+    CHECK(!utf8_valid("\xc0\x80", 2));     /* overlong NUL */
     CHECK(!utf8_valid("\xed\xa0\x80", 3)); /* surrogate */
     struct buf b = BUF_INIT;
     jsonx_escape_bytes(&b, "a\"b\\\n\x1b[31m\xff\0z", 13);

@@ -13,8 +13,9 @@
 
 static const char *method_key(enum http_method m)
 {
-    static const char *const keys[] = { "get", "head", "post", "put", "patch", "delete",
-                                        "options" };
+    static const char *const keys[] = {
+        "get", "head", "post", "put", "patch", "delete", "options"
+    };
     return keys[m];
 }
 
@@ -24,8 +25,7 @@ static void routes_are_documented(json_t *paths)
         const struct route *r = &routes[i];
         json_t *op = json_object_get(json_object_get(paths, r->pattern), method_key(r->method));
         if (!op) {
-            fprintf(stderr, "undocumented route: %s %s\n", http_method_name(r->method),
-                    r->pattern);
+            fprintf(stderr, "undocumented route: %s %s\n", http_method_name(r->method), r->pattern);
             CHECK(op != NULL);
             continue;
         }
