@@ -89,6 +89,7 @@ void system_metrics(struct request *req, struct response *res)
     struct api *api = req->api;
     res->status = 200;
     res->content_type = "text/plain; version=0.0.4; charset=utf-8";
+    response_header(res, "X-Content-Type-Options", "nosniff");
     struct buf *b = &res->body;
     int64_t counts[JOB_STATE_COUNT];
     struct err err;
