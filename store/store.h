@@ -22,6 +22,8 @@ struct store_options {
     bool sync_full;      /* synchronous=FULL: fsync every commit (power-loss safe); else NORMAL */
     int busy_timeout_ms; /* waiting for another process (the CLI) that holds the write lock */
     int max_batch;       /* writes per group commit */
+    int64_t min_free_bytes; /* below this much free disk, writes are refused (503) before SQLite
+                               runs out of room mid-transaction; 0: 1% of the disk, 1-256 MiB */
 };
 
 /* Opens (creating if needed) and migrates the database at path; starts the writer thread.
