@@ -131,8 +131,7 @@ struct store *store_open(const char *path, const struct store_options *opts, str
     char *dir = xstrdup(path), *slash = strrchr(dir, '/');
     if (slash)
         *slash = '\0';
-    st->writer = writer_start(wc, st->opts.max_batch, slash ? (slash == dir ? "/" : dir) : ".",
-                              st->opts.min_free_bytes, err);
+    st->writer = writer_start(wc, slash ? (slash == dir ? "/" : dir) : ".", &st->opts, err);
     free(dir);
     if (!st->writer)
         goto fail;

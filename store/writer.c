@@ -36,6 +36,8 @@ struct writer {
     int64_t space_checked;
     bool space_low;
     char space_msg[ERR_MSG_MAX];
+    int busy_timeout_ms;
+    bool locked; /* another process held the write lock at the last BEGIN */
 };
 
 static struct wop *take_batch(struct writer *w)
@@ -122,6 +124,17 @@ static int check_space(struct writer *w, struct err *err)
     return -1;
 }
 
+/* Another process holds the write lock (the sqlite3 CLI, a backup): the first batch waits the
+ * whole busy timeout, later ones only briefly until the lock goes, so that writes queued behind
+ * it get their 503 at once rather than one timeout each. */
+static void set_locked(struct writer *w, bool locked)
+{
+    if (locked == w->locked)
+        return;
+    w->locked = locked;
+    sqlite3_busy_timeout(w->conn->db, locked ? 100 : w->busy_timeout_ms);
+}
+
 static void run_batch(struct writer *w, struct wop *batch)
 {
     struct err txerr;
@@ -132,9 +145,13 @@ static void run_batch(struct writer *w, struct wop *batch)
         err_init(&op->err);
         n++;
     }
-    if (check_space(w, &txerr) < 0 || sql_exec(w->conn, "BEGIN IMMEDIATE", &txerr) < 0) {
+    if (check_space(w, &txerr) < 0) {
+        fail_batch(batch, &txerr);
+    } else if (sql_exec(w->conn, "BEGIN IMMEDIATE", &txerr) < 0) {
+        set_locked(w, (sqlite3_errcode(w->conn->db) & 0xff) == SQLITE_BUSY);
         fail_batch(batch, &txerr);
     } else {
+        set_locked(w, false);
         for (struct wop *op = batch; op; op = op->next)
             run_one(w, op);
         if (sql_exec(w->conn, "COMMIT", &txerr) < 0) {
@@ -178,14 +195,15 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
-struct writer *writer_start(struct conn *c, int max_batch, const char *dir, int64_t min_free,
+struct writer *writer_start(struct conn *c, const char *dir, const struct store_options *opts,
                             struct err *err)
 {
     struct writer *w = XNEW(struct writer);
     w->dir = dir ? xstrdup(dir) : NULL;
-    w->min_free = min_free;
+    w->min_free = opts->min_free_bytes;
+    w->busy_timeout_ms = opts->busy_timeout_ms;
     w->conn = c;
-    w->max_batch = max_batch;
+    w->max_batch = opts->max_batch;
     pthread_mutex_init(&w->lock, NULL);
     pthread_cond_init(&w->cond, NULL);
     if (pthread_create(&w->thread, NULL, writer_main, w) != 0) {
