@@ -16,7 +16,7 @@ FROM debian:${DEBIAN_VERSION}-slim AS daemon-build
 RUN apt-get update \
     && apt-get install -y --no-install-recommends cmake make gcc libc6-dev pkg-config \
        libmicrohttpd-dev libjansson-dev libsqlite3-dev libcurl4-openssl-dev libyaml-dev \
-       libzstd-dev libssl-dev libfabric-dev \
+       libzstd-dev libssl-dev libgnutls28-dev libfabric-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -26,7 +26,7 @@ RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTY_CUDA=OFF \
 FROM debian:${DEBIAN_VERSION}-slim AS daemon
 RUN apt-get update \
     && apt-get install -y --no-install-recommends ca-certificates libmicrohttpd12 libjansson4 \
-       libsqlite3-0 libcurl4 libyaml-0-2 libzstd1 libssl3 \
+       libsqlite3-0 libcurl4 libyaml-0-2 libzstd1 libssl3 libgnutls30 \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --create-home --home-dir /var/lib/trainyard trainyard
 COPY --from=daemon-build /src/build/trainyard /usr/local/bin/trainyard
@@ -44,7 +44,7 @@ ARG EFA_INSTALLER_VERSION
 RUN apt-get update \
     && apt-get install -y --no-install-recommends cmake make gcc pkg-config curl ca-certificates \
        libmicrohttpd-dev libjansson-dev libsqlite3-dev libcurl4-openssl-dev libyaml-dev \
-       libzstd-dev libssl-dev libnccl2 libnccl-dev \
+       libzstd-dev libssl-dev libgnutls28-dev libnccl2 libnccl-dev \
     && curl -fsSL -o /tmp/efa.tar.gz \
        "https://efa-installer.amazonaws.com/aws-efa-installer-${EFA_INSTALLER_VERSION}.tar.gz" \
     && tar -xzf /tmp/efa.tar.gz -C /tmp \

@@ -100,7 +100,7 @@ struct api {
     int64_t started_at;
     void *ratelimit;  /* api/ratelimit.c state */
     void *rendezvous; /* api/rendezvous.c state: requests waiting for keys and barriers */
-    void *extra;     /* per-feature state (triggers, webhooks) */
+    void *extra;      /* per-feature state (triggers, webhooks) */
 };
 
 struct request;

@@ -5,6 +5,7 @@
 #include "server/controller.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "api/auth.h"
 #include "server/core/clock.h"
@@ -42,7 +43,7 @@ struct controller {
     /* jobs whose stop was already requested, so it is sent once: pk list */
     int64_t *stopping_jobs;
     size_t nstopping, capstopping;
-    uint64_t starts, restarts, failures;
+    atomic_ullong starts, restarts, failures; /* read by /metrics on HTTP threads */
 };
 
 static char *dup_or_null(const char *s)
@@ -736,6 +737,7 @@ void controller_metrics(struct controller *c, struct buf *out)
                "# TYPE trainyard_job_restarts_total counter\ntrainyard_job_restarts_total %llu\n"
                "# HELP trainyard_job_failures_total Jobs that failed.\n"
                "# TYPE trainyard_job_failures_total counter\ntrainyard_job_failures_total %llu\n",
-               (unsigned long long)c->starts, (unsigned long long)c->restarts,
-               (unsigned long long)c->failures);
+               (unsigned long long)atomic_load(&c->starts),
+               (unsigned long long)atomic_load(&c->restarts),
+               (unsigned long long)atomic_load(&c->failures));
 }

@@ -12,6 +12,7 @@
 #include "api/auth.h"
 #include "api/ratelimit.h"
 #include "api/rendezvous.h"
+#include "server/cli.h"
 #include "server/collect.h"
 #include "server/config.h"
 #include "server/controller.h"
@@ -40,14 +41,14 @@ struct daemon {
     char url[128];
 };
 
-static int usage(void)
+static int usage(FILE *out)
 {
-    fprintf(stderr,
-            "usage: trainyard <command> [options]\n\n"
-            "daemon:\n"
-            "  serve            run the daemon (serve --help lists every setting)\n"
-            "  token            create, list or revoke API tokens in the daemon's database\n"
-            "  version          print the version\n");
+    fprintf(out, "usage: trainyard <command> [options]\n\n"
+                 "daemon:\n"
+                 "  serve            run the daemon (serve --help lists every setting)\n"
+                 "  token            create, list or revoke API tokens in the daemon's database\n"
+                 "  version          print the version\n");
+    cli_usage(out);
     return 2;
 }
 
@@ -293,8 +294,10 @@ static int cmd_serve(int argc, char **argv)
         return 1;
     }
     setup_api(&d);
-    if (collect_start(d.collect, &err) < 0 || controller_start(d.controller, &err) < 0 ||
-        (collect_adopted(d.collect), start_http(&d, &err)) < 0) {
+    int started = collect_start(d.collect, &err) == 0 && controller_start(d.controller, &err) == 0;
+    if (started)
+        collect_adopted(d.collect); /* running jobs have their log sources again */
+    if (!started || start_http(&d, &err) < 0) {
         fprintf(stderr, "trainyard: %s\n", err.msg);
         teardown(&d);
         err_release(&err);
@@ -311,7 +314,7 @@ static int cmd_serve(int argc, char **argv)
 int main(int argc, char **argv)
 {
     if (argc < 2)
-        return usage();
+        return usage(stderr);
     const char *cmd = argv[1];
     if (strcmp(cmd, "serve") == 0)
         return cmd_serve(argc - 1, argv + 1);
@@ -324,8 +327,8 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
-        usage();
+        usage(stdout);
         return 0;
     }
-    return usage();
+    return cli_main(argc - 1, argv + 1);
 }

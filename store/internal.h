@@ -82,6 +82,9 @@ void writer_stats(struct writer *w, struct store_stats *out);
 
 int migrations_apply(struct conn *c, struct err *err);
 
+/* The in-memory cache of each job's newest committed lines (logcache.h). */
+struct logcache *store_logcache(struct store *st);
+
 /* Appends an audit entry inside a write (tokens.c). */
 struct audit_entry;
 int audit_insert(struct conn *c, const struct audit_entry *e, struct err *err);

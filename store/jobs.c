@@ -9,6 +9,7 @@
 #include "server/core/clock.h"
 #include "server/core/xalloc.h"
 #include "store/internal.h"
+#include "store/logcache.h"
 #include "store/tokens.h"
 
 #define JOB_COLS                                                                                   \
@@ -531,5 +532,8 @@ static int apply_delete(struct conn *c, void *arg, struct err *err)
 
 int store_job_delete(struct store *st, int64_t pk, struct err *err)
 {
-    return store_write_wait(st, apply_delete, &pk, err);
+    int rc = store_write_wait(st, apply_delete, &pk, err);
+    if (rc == 0)
+        logcache_drop(store_logcache(st), pk);
+    return rc;
 }

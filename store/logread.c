@@ -7,6 +7,7 @@
 #include "server/core/xalloc.h"
 #include "store/internal.h"
 #include "store/logblock.h"
+#include "store/logcache.h"
 #include "store/logs.h"
 
 enum {
@@ -81,9 +82,8 @@ static bool rank_wanted(const struct log_query *q, int rank)
     return w < q->nranks_words && (q->ranks[w] >> (rank % 64)) & 1;
 }
 
-static bool line_wanted(const struct reader *r, const struct log_line *l)
+static bool line_wanted(const struct log_query *q, const struct log_line *l)
 {
-    const struct log_query *q = r->q;
     if (l->seq <= q->after || (q->before && l->seq >= q->before))
         return false;
     if (q->stream >= 0 && (l->flags & LOGF_STDERR) != q->stream)
@@ -121,7 +121,7 @@ static int forward_line(void *ctx, struct log_line *l)
     }
     if (r->q->before && l->seq >= r->q->before)
         return 1;
-    if (!line_wanted(r, l))
+    if (!line_wanted(r->q, l))
         return 0;
     if (r->ring) {
         /* Backward read: keep a copy in the ring of the last matches seen in this block. */
@@ -241,6 +241,8 @@ static int scan_backward(struct reader *r, struct err *err)
             continue;
         }
         rc = read_block(r, col_int(s, 0), col_int(s, 1), col_int(s, 3), err);
+        if (rc > 0)
+            rc = 0; /* the block reached `before`: older blocks still count */
         chunks = xrealloc(chunks, (nchunks + 1) * sizeof(*chunks));
         take_ring(r, &chunks[nchunks]);
         total += chunks[nchunks++].n;

@@ -8,6 +8,7 @@
 #include "server/core/xalloc.h"
 #include "store/internal.h"
 #include "store/logblock.h"
+#include "store/logcache.h"
 
 enum {
     L_STATE_GET,
@@ -349,7 +350,12 @@ static int apply_append(struct conn *c, void *arg, struct err *err)
 int store_logs_append(struct store *st, struct log_append *jobs, size_t n, struct err *err)
 {
     struct append_op op = { jobs, n };
-    return store_write_wait(st, apply_append, &op, err);
+    if (store_write_wait(st, apply_append, &op, err) < 0)
+        return -1;
+    for (size_t i = 0; i < n; i++) /* committed: followers may read them from memory now */
+        logcache_put(store_logcache(st), jobs[i].job_pk, jobs[i].lines, jobs[i].n, jobs[i].sources,
+                     jobs[i].nsources);
+    return 0;
 }
 
 int store_log_source_find(struct store *st, int64_t job_pk, const char *key, int *src,
@@ -491,5 +497,6 @@ int store_logs_retain(struct store *st, int64_t job_pk, int64_t max_bytes, int64
                       struct err *err)
 {
     struct retain_op op = { job_pk, max_bytes, min_time };
+    logcache_drop(store_logcache(st), job_pk);
     return store_write_wait(st, apply_retain, &op, err);
 }

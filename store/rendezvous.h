@@ -19,8 +19,8 @@ int store_rdzv_set(struct store *st, int64_t job_pk, int attempt, const char *ke
 char *store_rdzv_get(struct store *st, int64_t job_pk, int attempt, const char *key,
                      struct err *err);
 /* Records that rank arrived at the barrier (idempotent). */
-int store_rdzv_arrive(struct store *st, int64_t job_pk, int attempt, const char *barrier,
-                      int rank, int world_size, struct err *err);
+int store_rdzv_arrive(struct store *st, int64_t job_pk, int attempt, const char *barrier, int rank,
+                      int world_size, struct err *err);
 /* The ranks that arrived, ascending, into ranks (at most max); returns how many, or -1. */
 int store_rdzv_arrived(struct store *st, int64_t job_pk, int attempt, const char *barrier,
                        int *ranks, int max, struct err *err);

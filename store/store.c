@@ -8,6 +8,7 @@
 #include <pthread.h>
 
 #include "server/core/xalloc.h"
+#include "store/logcache.h"
 
 struct reader {
     struct conn *conn;
@@ -23,7 +24,13 @@ struct store {
     pthread_mutex_t lock; /* guards readers */
     struct reader *readers;
     int schema_version;
+    struct logcache *logcache;
 };
+
+struct logcache *store_logcache(struct store *st)
+{
+    return st->logcache;
+}
 
 static const char *const pragmas = "PRAGMA journal_mode=WAL;"
                                    "PRAGMA foreign_keys=ON;"
@@ -135,6 +142,7 @@ struct store *store_open(const char *path, const struct store_options *opts, str
     free(dir);
     if (!st->writer)
         goto fail;
+    st->logcache = logcache_new(64u << 20);
     return st;
 fail:
     conn_close(wc);
@@ -150,6 +158,7 @@ void store_close(struct store *st)
     if (!st)
         return;
     writer_stop(st->writer);
+    logcache_free(st->logcache);
     pthread_key_delete(st->key);
     pthread_mutex_lock(&st->lock);
     while (st->readers) {

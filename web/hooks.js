@@ -1,0 +1,70 @@
+// hooks: triggers (S3 uploads that start jobs) and outbound webhooks, with their delivery logs
+// (docs/triggers.md): received, verified, matched, duplicate, ignored or rejected and why; for
+// webhooks each attempt's status. ?trigger=ID or ?webhook=ID opens that one's deliveries.
+import { optional, enc } from './api.js';
+import { h, clear, notAvailable, errorNote, every, valueCell } from './dom.js';
+import { href } from './router.js';
+
+const KINDS = [
+  { key: 'trigger', title: 'Triggers', list: '/v1/triggers', deliveries: '/v1/triggers/{id}/deliveries',
+    cols: ['name', 'id', 'bucket', 'prefix', 'suffix', 'sender', 'template', 'enabled'] },
+  { key: 'webhook', title: 'Webhooks', list: '/v1/webhooks', deliveries: '/v1/webhooks/{id}/deliveries',
+    cols: ['name', 'id', 'url', 'events', 'format', 'enabled', 'disabled_reason'] },
+];
+const DELIVERY_COLS = ['received_at', 'time', 'created_at', 'attempted_at', 'sender', 'event', 'type',
+  'delivery_id', 'outcome', 'status', 'http_status', 'attempt', 'attempts', 'summary', 'error', 'events',
+  'matched', 'job_ids', 'jobs', 'next_attempt_at'];
+const OUTCOME = { accepted: 'succeeded', delivered: 'succeeded', rejected: 'failed', failed: 'failed',
+  duplicate: 'cancelled', ignored: 'cancelled', retrying: 'restarting', pending: 'queued', gone: 'failed' };
+
+function columns(items, preferred) {
+  const keys = [...new Set(items.flatMap(i => Object.keys(i)))];
+  return preferred.filter(k => keys.includes(k)).concat(keys.filter(k => !preferred.includes(k)));
+}
+
+function grid(items, cols, caption, extra) {
+  return h('div', { class: 'table-wrap' }, h('table', { class: 'grid' }, h('caption', { class: 'sr-only' }, caption),
+    h('thead', {}, h('tr', {}, cols.map(c => h('th', { scope: 'col' }, c.replace(/_/g, ' '))), extra ? h('th', { scope: 'col' }, '') : null)),
+    h('tbody', {}, items.map(it => h('tr', {}, cols.map(c => h('td', { 'data-label': c.replace(/_/g, ' ') }, valueCell(c, it[c], OUTCOME))),
+      extra ? h('td', {}, extra(it)) : null)))));
+}
+
+async function renderKind(kind, box, selected) {
+  const res = await optional(kind.list, kind.list);
+  if (res.missing) { clear(box, notAvailable(kind.title, `GET ${kind.list}`)); return; }
+  const items = Array.isArray(res.data) ? res.data : res.data.items || [];
+  if (!items.length) { clear(box, h('p', { class: 'empty' }, `No ${kind.title.toLowerCase()}.`)); return; }
+  const link = it => h('a', { href: href('/hooks', { [kind.key]: it.id || it.name }),
+    'aria-label': `Deliveries of ${it.name || it.id}` }, 'Deliveries');
+  const parts = [grid(items, columns(items, kind.cols), kind.title, link)];
+  if (selected) {
+    const path = kind.deliveries.replace('{id}', enc(selected));
+    const d = await optional(kind.deliveries, path);
+    const it = items.find(i => i.id === selected || i.name === selected);
+    const heading = h('h3', {}, `Deliveries of ${it && it.name && it.name !== selected ? `${it.name} (${selected})` : selected}`);
+    if (d.missing) parts.push(heading, notAvailable('Delivery log', `GET ${kind.deliveries}`));
+    else {
+      const rows = Array.isArray(d.data) ? d.data : d.data.items || [];
+      parts.push(heading, rows.length ? grid(rows, columns(rows, DELIVERY_COLS), heading.textContent)
+        : h('p', { class: 'empty' }, 'No deliveries yet.'));
+    }
+  }
+  clear(box, parts);
+}
+
+export default {
+  mount(main, route) {
+    let params = route.params;
+    const boxes = KINDS.map(k => h('div', {}, h('p', { class: 'muted' }, 'Loading…')));
+    main.append(h('h1', { tabindex: '-1' }, 'Triggers and webhooks'),
+      ...KINDS.map((k, i) => h('section', { class: 'card', 'aria-labelledby': `sec-${k.key}` },
+        h('h2', { id: `sec-${k.key}` }, k.title), boxes[i])));
+    const load = () => Promise.all(KINDS.map((k, i) =>
+      renderKind(k, boxes[i], params.get(k.key)).catch(e => clear(boxes[i], errorNote(e)))));
+    const stop = every(10000, load);
+    return {
+      update(r) { params = r.params; load(); },
+      unmount: stop,
+    };
+  },
+};
