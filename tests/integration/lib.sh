@@ -73,7 +73,7 @@ ty_done() {
 # ty_start [flags]: starts the daemon (auth on, admin token given) and waits until it is ready.
 TY_FLAGS=()
 TY_CURL=() # extra curl options for every request (TLS tests set --cacert, --cert, --key)
-TY_WRAP=() # a command the daemon runs under (19-valgrind.sh: valgrind and its options)
+TY_WRAP=() # a command the daemon runs under (80-valgrind.sh: valgrind and its options)
 ty_start() {
     [ $# -gt 0 ] && TY_FLAGS=("$@")
     DATA=${DATA:-$WORK/data}
