@@ -115,6 +115,12 @@ void system_metrics(struct request *req, struct response *res)
                "trainyard_store_failed_commits_total %llu\n",
                (unsigned long long)st.commits, (unsigned long long)st.writes,
                (unsigned long long)st.failed_commits);
+    buf_printf(b,
+               "# HELP trainyard_sqlite_memory_bytes SQLite's heap, mostly page caches (bounded).\n"
+               "# TYPE trainyard_sqlite_memory_bytes gauge\ntrainyard_sqlite_memory_bytes %llu\n"
+               "# HELP trainyard_log_cache_bytes Newest log lines kept in memory (bounded).\n"
+               "# TYPE trainyard_log_cache_bytes gauge\ntrainyard_log_cache_bytes %llu\n",
+               (unsigned long long)st.sqlite_memory_bytes, (unsigned long long)st.log_cache_bytes);
     if (api->notify)
         buf_printf(b,
                    "# HELP trainyard_log_followers Clients following logs now.\n"

@@ -186,6 +186,8 @@ int store_schema_version(struct store *st)
 void store_stats(struct store *st, struct store_stats *out)
 {
     writer_stats(st->writer, out);
+    out->sqlite_memory_bytes = (uint64_t)sqlite3_memory_used();
+    out->log_cache_bytes = st->logcache ? logcache_bytes(st->logcache) : 0;
 }
 
 void store_write_async(struct store *st, store_apply_fn apply, void *arg, store_done_fn done,

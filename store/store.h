@@ -49,6 +49,10 @@ struct store_stats {
     uint64_t writes;
     uint64_t failed_commits;
     uint64_t max_batch_seen;
+    /* Memory of the bounded caches, so that a load test can tell them from a leak: SQLite's
+     * heap (page caches: at most the cache_size of each connection) and the log line cache. */
+    uint64_t sqlite_memory_bytes;
+    uint64_t log_cache_bytes;
 };
 void store_stats(struct store *st, struct store_stats *out);
 
