@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The daemon under valgrind (memcheck) through a tour of the API: jobs in JSON and YAML that
 # succeed, fail, are cancelled while a client follows their logs, log reads and searches, bad
-# requests of every kind, tokens, then SIGTERM with a job still running. It must shut down
-# cleanly (threads stopped, everything freed): any leak (definite or indirect) or memory error
-# fails the test. Valgrind cannot run the sanitizer build, so this builds a plain one beside it.
+# requests of every kind, tokens, an S3 trigger fed MinIO deliveries, then SIGTERM with a job
+# still running. It must shut down cleanly (threads stopped, everything freed): any leak
+# (definite or indirect) or memory error fails the test. Valgrind cannot run the sanitizer
+# build, so this builds a plain one beside it.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/hooklib.sh"
 if ! command -v valgrind >/dev/null; then
     echo "SKIP: valgrind is not installed (apt-get install valgrind)"
     exit 0
@@ -63,6 +65,20 @@ tok=$(api POST /v1/tokens -H 'Content-Type: application/json' -d '{"name":"ci","
 check "token created" test -n "$(echo "$tok" | jq -r '.token // empty')"
 check_eq "token revoked" 204 "$(status DELETE "/v1/tokens/$(echo "$tok" | jq -r .id)")"
 check "metrics" grep -q trainyard_jobs <<<"$(api GET /metrics)"
+
+# An S3 trigger: a template, a MinIO delivery that starts a job, a duplicate, garbage.
+make_template ingest
+trig=$(make_trigger '{"name": "t-minio", "template": "ingest", "sender": "minio",
+  "rule": {"bucket": "datasets"}, "auth": {"mode": "bearer"}}')
+tid=$(jq -r .id <<<"$trig")
+htok=$(jq -r '.secrets[0]' <<<"$trig")
+check_eq "MinIO delivery accepted" "200 accepted" \
+    "$(hook "$tid" "$FIX/minio-put.json" -H "Authorization: Bearer $htok" | cut -d' ' -f1) $(jq -r .outcome "$WORK/hook.out")"
+check "it started a job" wait_jobs t-minio 1 60
+check_eq "the duplicate starts none" 200 "$(hook "$tid" "$FIX/minio-put.json" -H "Authorization: Bearer $htok" | cut -d' ' -f1)"
+check "garbage is answered" test -n "$(hook "$tid" "$TY_SRC/README.md" -H "Authorization: Bearer $htok")"
+check "bad credentials are refused" has "$(hook "$tid" "$FIX/minio-put.json" -H 'Authorization: Bearer wrong')" '^40[13] '
+check "the triggered job succeeds" wait_state "$(trigger_jobs t-minio | head -1)" succeeded 60
 
 # SIGTERM with a job running: a clean stop frees everything (its ranks outlive the daemon).
 still=$(submit '{"name":"still","command":["sleep","30"]}' | jq -r .id)
