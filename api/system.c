@@ -91,6 +91,7 @@ void system_metrics(struct request *req, struct response *res)
     struct api *api = req->api;
     res->status = 200;
     res->content_type = "text/plain; version=0.0.4; charset=utf-8";
+    response_header(res, "X-Content-Type-Options", "nosniff");
     struct buf *b = &res->body;
     int64_t counts[JOB_STATE_COUNT];
     struct err err;
@@ -116,6 +117,12 @@ void system_metrics(struct request *req, struct response *res)
                "trainyard_store_failed_commits_total %llu\n",
                (unsigned long long)st.commits, (unsigned long long)st.writes,
                (unsigned long long)st.failed_commits);
+    buf_printf(b,
+               "# HELP trainyard_sqlite_memory_bytes SQLite's heap, mostly page caches (bounded).\n"
+               "# TYPE trainyard_sqlite_memory_bytes gauge\ntrainyard_sqlite_memory_bytes %llu\n"
+               "# HELP trainyard_log_cache_bytes Newest log lines kept in memory (bounded).\n"
+               "# TYPE trainyard_log_cache_bytes gauge\ntrainyard_log_cache_bytes %llu\n",
+               (unsigned long long)st.sqlite_memory_bytes, (unsigned long long)st.log_cache_bytes);
     if (api->notify)
         buf_printf(b,
                    "# HELP trainyard_log_followers Clients following logs now.\n"

@@ -82,6 +82,7 @@ struct collect {
     int64_t last_complete_check, last_retention;
     atomic_ullong lines_total, bytes_total, flushes_total, errors_total;
     atomic_llong last_flush_ns;
+    int64_t retry_ns, retry_at, last_error_log; /* backing off after a failed commit */
 };
 
 static struct gathered *gathered_for(struct collect *c, int64_t pk)
@@ -348,9 +349,22 @@ static int store_round(struct collect *c)
     atomic_store(&c->last_flush_ns, clock_mono_ns() - t0);
     if (rc == 0) {
         after_commit(c, apps);
+        if (c->retry_ns)
+            log_info("logs: storing lines works again");
+        c->retry_ns = 0;
     } else {
+        /* Nothing is lost: sources stay at their committed positions and are read again. A
+         * full disk or a locked database lasts a while: back off, and say so now and then. */
         atomic_fetch_add(&c->errors_total, 1);
-        log_error("logs: storing lines failed (they will be read again): %s", err.msg);
+        int64_t now = clock_mono_ns();
+        c->retry_ns = c->retry_ns ? c->retry_ns * 2 : 100 * NS_PER_MS;
+        if (c->retry_ns > 5 * NS_PER_SEC)
+            c->retry_ns = 5 * NS_PER_SEC;
+        c->retry_at = now + c->retry_ns;
+        if (!c->last_error_log || now - c->last_error_log > 30 * NS_PER_SEC) {
+            log_error("logs: storing lines failed (they will be read again): %s", err.msg);
+            c->last_error_log = now;
+        }
     }
     err_release(&err);
     free(apps);
@@ -406,10 +420,13 @@ static bool round_once(struct collect *c)
         for (size_t i = 0; i < nretire; i++)
             unlink_file(c, retire[i]);
     } else if (pushed) {
-        pthread_mutex_lock(&c->lock); /* put them back in front, in order */
+        pthread_mutex_lock(&c->lock); /* put them back in front, in order, still counted */
         struct pushed *last = pushed;
-        while (last->next)
+        c->pushed_bytes += (int64_t)last->text.len;
+        while (last->next) {
             last = last->next;
+            c->pushed_bytes += (int64_t)last->text.len;
+        }
         last->next = c->pushed_head;
         c->pushed_head = pushed;
         if (!c->pushed_tail)
@@ -485,7 +502,7 @@ static void *collect_main(void *arg)
         pthread_mutex_lock(&c->lock);
         bool stopping = c->stopping;
         pthread_mutex_unlock(&c->lock);
-        bool busy = round_once(c);
+        bool busy = !stopping && clock_mono_ns() < c->retry_at ? false : round_once(c);
         housekeeping(c);
         if (stopping)
             break;

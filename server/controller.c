@@ -160,6 +160,8 @@ int controller_commit(struct controller *c, struct job_update *u)
     struct err err;
     err_init(&err);
     int rc = store_job_update(c->st, u, &err);
+    if (rc < 0 && err.code == ERR_UNAVAILABLE)
+        c->store_down = true;
     if (rc < 0 && err.code != ERR_CONFLICT)
         log_error("controller: job %lld: %s", (long long)u->pk, err.msg);
     err_release(&err);
@@ -185,6 +187,8 @@ static struct job *load(struct controller *c, int64_t pk)
     struct err err;
     err_init(&err);
     struct job *j = store_job_get_pk(c->st, pk, &err);
+    if (!j && err.code == ERR_UNAVAILABLE)
+        c->store_down = true;
     if (!j && err.code != ERR_NOT_FOUND)
         log_error("controller: loading job %lld: %s", (long long)pk, err.msg);
     err_release(&err);
@@ -551,20 +555,39 @@ static void reconcile(struct controller *c)
     atomic_store(&c->last_reconcile, done);
 }
 
+/* Handles reports in order. When the store refuses a write (disk full, database locked) the
+ * report and every later one wait and are tried again a second later, so that a rank's end is
+ * never dropped, nor applied before its start. (A report that had committed part of its work
+ * before the failure may then repeat an event.) */
 static void drain(struct controller *c)
 {
     pthread_mutex_lock(&c->lock);
-    struct queued_report *q = c->head;
+    struct queued_report *q = c->head, *last = c->tail;
     c->head = c->tail = NULL;
     pthread_mutex_unlock(&c->lock);
-    while (q) {
-        struct queued_report *next = q->next;
+    if (q) {
+        if (c->pending_tail)
+            c->pending_tail->next = q;
+        else
+            c->pending = q;
+        c->pending_tail = last;
+    }
+    if (c->pending && clock_mono_ns() < c->retry_at)
+        return;
+    while ((q = c->pending)) {
+        c->store_down = false;
         if (q->is_job)
             handle_job(c, &q->job);
         else
             handle_rank(c, &q->rank);
+        if (c->store_down) {
+            c->retry_at = clock_mono_ns() + NS_PER_SEC;
+            return;
+        }
+        c->pending = q->next;
+        if (!c->pending)
+            c->pending_tail = NULL;
         report_free(q);
-        q = next;
     }
 }
 
@@ -684,6 +707,11 @@ void controller_free(struct controller *c)
         struct queued_report *next = c->head->next;
         report_free(c->head);
         c->head = next;
+    }
+    while (c->pending) {
+        struct queued_report *next = c->pending->next;
+        report_free(c->pending);
+        c->pending = next;
     }
     free(c->stopping_jobs);
     free(c->ending);

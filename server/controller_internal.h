@@ -40,6 +40,10 @@ struct controller {
     bool stopping;
     bool dirty;
     struct queued_report *head, *tail;
+    /* Reports taken from the queue, in order; the first waits while the store refuses writes. */
+    struct queued_report *pending, *pending_tail;
+    int64_t retry_at;
+    bool store_down; /* the last write or read failed with ERR_UNAVAILABLE */
     atomic_llong last_reconcile, reconcile_ns;
     /* jobs whose stop was already requested, so it is sent once: pk list */
     int64_t *stopping_jobs;

@@ -526,6 +526,11 @@ static void check_started(struct executor *ex, struct lrank *r)
 
 static bool shim_exited(struct lrank *r)
 {
+    if (r->pidfd < 0 && r->our_child) {
+        /* No pidfd (Linux before 5.3, valgrind): our child stays a zombie until reaped. */
+        pid_t w = waitpid(r->shim, NULL, WNOHANG);
+        return w == r->shim || (w < 0 && errno == ECHILD);
+    }
     if (r->pidfd < 0)
         return kill(r->shim, 0) < 0 && errno == ESRCH;
     struct pollfd p = { .fd = r->pidfd, .events = POLLIN };

@@ -36,13 +36,31 @@ struct shim {
     pid_t child;
     struct linesplit split[2];
     struct buf out; /* records not yet written */
+    size_t dropped; /* lines not kept while the disk was full and out at its limit */
     int64_t now;
     enum log_stream stream; /* of the line being emitted */
 };
 
+/* Records waiting while the disk is full; past this, lines are counted, not kept. */
+#define OUT_MAX (64u << 20)
+
 static void emit(void *ctx, const char *line, size_t len, int flags)
 {
     struct shim *s = ctx;
+    if (s->out.len >= OUT_MAX) {
+        s->dropped++;
+        return;
+    }
+    if (s->dropped) {
+        char mark[96];
+        int n = snprintf(mark, sizeof(mark), "[trainyard: %zu lines lost: the disk was full]",
+                         s->dropped);
+        struct logrec m = {
+            .time = s->now, .stream = STREAM_STDERR, .text = mark, .len = (size_t)n
+        };
+        logrec_format(&s->out, &m);
+        s->dropped = 0;
+    }
     struct logrec r = {
         .time = s->now, .stream = s->stream, .flags = flags, .text = line, .len = len
     };
@@ -57,10 +75,10 @@ static void flush_records(struct shim *s)
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
-            break; /* disk full: the rank keeps running; these lines are lost */
+            break; /* disk full: the rest waits for the next flush (the rank keeps running) */
         off += (size_t)n;
     }
-    buf_reset(&s->out);
+    buf_consume(&s->out, off);
 }
 
 /* Writes path atomically: a temporary file, fsync, rename, fsync of the directory. */
@@ -233,12 +251,18 @@ int shim_main(int argc, char **argv)
     write_atomic(s.dir, "rank.json", json);
     int status = s.child > 0 ? supervise(&s, out[0], err[0], sfd) : (127 << 8);
     flush_records(&s);
-    fsync(s.log_fd);
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
     snprintf(json, sizeof(json), "{\"exit_code\":%d,\"signal\":%d,\"finished_at\":%lld}\n", code,
              sig, (long long)clock_now_ns());
-    write_atomic(s.dir, "status.json", json);
+    /* The daemon reads the rank's end from status.json, after its log: while the disk is full,
+     * wait for room (up to an hour) rather than lose the last lines or the exit status. */
+    for (int tries = 0; tries < 3600; tries++) {
+        if (s.out.len == 0 && (fsync(s.log_fd), write_atomic(s.dir, "status.json", json) == 0))
+            break;
+        clock_sleep_ms(1000);
+        flush_records(&s);
+    }
     for (int k = 0; k < 2; k++)
         linesplit_release(&s.split[k]);
     buf_release(&s.out);
