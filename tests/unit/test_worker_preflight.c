@@ -127,6 +127,20 @@ static void test_container(void)
     CHECK_STR(status_of(&p, "container.master_port"), "skip");
     preflight_release(&p);
 
+    /* A checkpoint directory the first attempt has yet to make: its parent is judged. */
+    o.ckpt_dir = "/tmp/ty-test-no-such-dir/job/run";
+    preflight_init(&p);
+    check_container(&c);
+    CHECK_STR(status_of(&p, "container.disk"), "pass");
+    CHECK(strstr(jsonx_str(find(&p, "container.disk"), "detail"), "(to be made in /tmp)") != NULL);
+    preflight_release(&p);
+    o.ckpt_dir = "/proc/ty-test/ckpt"; /* to be made in /proc, which has no free space */
+    preflight_init(&p);
+    check_container(&c);
+    CHECK_STR(status_of(&p, "container.disk"), "fail");
+    preflight_release(&p);
+    o.ckpt_dir = "/tmp";
+
     /* A /dev/shm of Docker's 64 MiB default against a 1 PiB need, a disk that cannot hold the
      * checkpoint, a host that does not resolve, a port someone listens on. */
     o.shm_min = 1LL << 50;
