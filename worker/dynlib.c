@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
+#include <string.h>
 
 void *dynlib_open(const char *what, const char *soname, struct err *err)
 {
