@@ -117,10 +117,7 @@ static int free_port(void)
 
 static void add_rank(struct local *l, struct lrank *r)
 {
-    if (l->n == l->cap) {
-        l->cap = l->cap ? l->cap * 2 : 16;
-        l->ranks = xrealloc(l->ranks, l->cap * sizeof(*l->ranks));
-    }
+    XGROW(l->ranks, l->n, l->cap);
     l->ranks[l->n++] = r;
     atomic_fetch_add(&l->used, 1);
 }

@@ -455,10 +455,7 @@ struct points {
 static void collect_point(void *ctx, const struct mpoint *p)
 {
     struct points *ps = ctx;
-    if (ps->n == ps->cap) {
-        ps->cap = ps->cap ? ps->cap * 2 : 256;
-        ps->p = xrealloc(ps->p, ps->cap * sizeof(*ps->p));
-    }
+    XGROW(ps->p, ps->n, ps->cap);
     ps->p[ps->n++] = *p;
 }
 
@@ -603,10 +600,7 @@ json_t *store_metrics_query(struct store *st, int64_t job_pk, const struct metri
     size_t n = 0, cap = 0;
     int rc;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            list = xrealloc(list, cap * sizeof(*list));
-        }
+        XGROW(list, n, cap);
         list[n++] = (struct seen){ .id = col_int(s, 0),
                                    .name = xstrdup(col_text(s, 1)),
                                    .rank = (int)col_int(s, 2) };
