@@ -1,5 +1,5 @@
 /*
- * shim: supervises one rank of a local job (`trainyard shim`, started by local.c). It runs the
+ * shim: supervises one rank of a local job (`trainyard shim`, started by local_rank.c). It runs the
  * rank's command in its own process group, turns its stdout and stderr into timestamped log
  * records (server/core/logrec.h) appended to DIR/log, and records how the rank ended in
  * DIR/status.json. It lives in its own session, so it outlives a daemon that crashes or is
