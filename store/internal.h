@@ -25,6 +25,7 @@ enum store_module {
     MOD_WEBHOOKS,
     MOD_OUTBOX,
     MOD_METRICS,
+    MOD_METRIC_READS,
     MOD_NODES,
     MOD_RENDEZVOUS,
     MOD_MISC,
