@@ -67,6 +67,11 @@ static void emit(void *ctx, const char *line, size_t len, int flags)
     logrec_format(&s->out, &r);
 }
 
+static bool no_room(int e)
+{
+    return e == ENOSPC || e == EDQUOT;
+}
+
 static void flush_records(struct shim *s)
 {
     size_t off = 0;
@@ -74,6 +79,8 @@ static void flush_records(struct shim *s)
         ssize_t n = write(s->log_fd, s->out.data + off, s->out.len - off);
         if (n < 0 && errno == EINTR)
             continue;
+        if (n < 0 && !no_room(errno))
+            off = s->out.len; /* not a full disk: there is nothing to wait for */
         if (n <= 0)
             break; /* disk full: the rest waits for the next flush (the rank keeps running) */
         off += (size_t)n;
@@ -91,15 +98,18 @@ static int write_atomic(const char *dir, const char *name, const char *text)
     if (fd < 0)
         return -1;
     size_t len = strlen(text);
-    int rc = write(fd, text, len) == (ssize_t)len && fsync(fd) == 0 ? 0 : -1;
+    ssize_t n = write(fd, text, len);
+    int rc = n == (ssize_t)len && fsync(fd) == 0 ? 0 : -1;
+    int saved = n >= 0 && n < (ssize_t)len ? ENOSPC : errno; /* a short write: no room */
     close(fd);
-    if (rc == 0)
-        rc = rename(tmp, path);
+    if (rc == 0 && (rc = rename(tmp, path)) < 0)
+        saved = errno;
     int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd >= 0) {
         fsync(dfd);
         close(dfd);
     }
+    errno = saved; /* the caller tells a full disk from a missing directory */
     return rc;
 }
 
@@ -243,8 +253,11 @@ static void report_end(struct shim *s, int status)
     snprintf(json, sizeof(json), "{\"exit_code\":%d,\"signal\":%d,\"finished_at\":%lld}\n", code,
              sig, (long long)clock_now_ns());
     for (int tries = 0; tries < 3600; tries++) {
-        if (s->out.len == 0 && (fsync(s->log_fd), write_atomic(s->dir, "status.json", json) == 0))
-            break;
+        if (s->out.len == 0) {
+            fsync(s->log_fd);
+            if (write_atomic(s->dir, "status.json", json) == 0 || !no_room(errno))
+                break; /* written, or the rank's directory is gone with its deleted job */
+        }
         clock_sleep_ms(1000);
         flush_records(s);
     }

@@ -67,4 +67,14 @@ ty_kill9
 ty_restart
 api POST "/v1/jobs/$id/resume" >/dev/null
 check "queued job runs after restart" wait_state "$id" succeeded
+# A rank whose files are gone while the daemon is down (its data directory wiped): its shim ends
+# with the rank, instead of waiting an hour for room to write a status nobody will read.
+id=$(submit '{"name":"orphan","command":["sleep","1"]}' | jq -r .id)
+wait_state "$id" running
+check "the orphan's shim runs" pgrep -f "trainyard shim --dir .*$id"
+ty_kill9
+rm -rf "${DATA:?}/jobs/$id"
+for _ in $(seq 1 50); do pgrep -f "trainyard shim --dir .*$id" >/dev/null || break; sleep 0.1; done
+check "the orphan's shim ends with its rank" test -z "$(pgrep -f "trainyard shim --dir .*$id")"
+ty_restart
 ty_done
