@@ -35,6 +35,9 @@ void rendezvous_set(struct request *req, struct response *res);
 void rendezvous_get(struct request *req, struct response *res);
 void rendezvous_barrier(struct request *req, struct response *res);
 
+/* api/nodes.c */
+void nodes_list(struct request *req, struct response *res);
+
 /* api/tokens.c */
 void tokens_create(struct request *req, struct response *res);
 void tokens_list(struct request *req, struct response *res);

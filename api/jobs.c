@@ -6,6 +6,7 @@
  */
 #include "api/handlers.h"
 #include "api/job_json.h"
+#include "api/manifest.h"
 #include "api/selector.h"
 #include "api/spec.h"
 #include "server/core/clock.h"
@@ -214,6 +215,24 @@ static void dry_run(struct request *req, struct response *res, json_t *spec)
     response_json_new(res, 200, out);
 }
 
+/* A user's manifest goes past the API server's own checks (webhooks, schemas) before it is
+ * recorded, so that a refused one is refused here, with the Kubernetes Status. */
+static bool manifest_accepted(struct request *req, struct response *res, json_t *spec)
+{
+    if (!req->api->hooks.dry_run)
+        return true;
+    struct err err;
+    err_init(&err);
+    json_t *obj = req->api->hooks.dry_run(req->api->hooks.ctx, spec, "dry-run", &err);
+    if (!obj && err.code != ERR_UPSTREAM && err.code != ERR_TIMEOUT && err.code != ERR_UNAVAILABLE)
+        problem_respond(req, res, &err);
+    bool ok = obj || !err_is_set(&err) || err.code == ERR_UPSTREAM || err.code == ERR_TIMEOUT ||
+              err.code == ERR_UNAVAILABLE; /* an unreachable cluster does not refuse the job */
+    json_decref(obj);
+    err_release(&err);
+    return ok;
+}
+
 void jobs_create(struct request *req, struct response *res)
 {
     bool bad_key;
@@ -225,8 +244,14 @@ void jobs_create(struct request *req, struct response *res)
         return;
     struct err err;
     err_init(&err);
+    bool manifest = manifest_detect(doc);
+    if (manifest) { /* a PyTorchJob/TrainJob to run as it is */
+        json_t *wrapped = manifest_to_spec(doc, &err);
+        json_decref(doc);
+        doc = wrapped;
+    }
     struct spec_options opts = spec_options(req->api);
-    json_t *spec = spec_validate(doc, &opts, &err);
+    json_t *spec = doc ? spec_validate(doc, &opts, &err) : NULL;
     json_decref(doc);
     if (!spec) {
         problem_respond(req, res, &err);
@@ -242,6 +267,10 @@ void jobs_create(struct request *req, struct response *res)
     }
     if (is_dry) {
         dry_run(req, res, spec);
+        json_decref(spec);
+        return;
+    }
+    if (manifest && !manifest_accepted(req, res, spec)) {
         json_decref(spec);
         return;
     }

@@ -32,6 +32,8 @@ const struct route routes[] = {
     { HTTP_GET, "/v1/jobs/{id}/rendezvous/{key}", SCOPE_WORKER, "rendezvous_get", rendezvous_get },
     { HTTP_POST, "/v1/jobs/{id}/rendezvous/barriers/{name}", SCOPE_WORKER, "rendezvous_barrier",
       rendezvous_barrier },
+    /* nodes */
+    { HTTP_GET, "/v1/nodes", SCOPE_READ, "nodes_list", nodes_list },
     /* access */
     { HTTP_POST, "/v1/tokens", SCOPE_ADMIN, "tokens_create", tokens_create },
     { HTTP_GET, "/v1/tokens", SCOPE_ADMIN, "tokens_list", tokens_list },

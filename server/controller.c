@@ -86,6 +86,7 @@ static void on_job(void *ctx, const struct job_report *r)
         ev[i].reason = dup_or_null(r->events[i].reason);
         ev[i].message = dup_or_null(r->events[i].message);
         ev[i].source = dup_or_null(r->events[i].source);
+        ev[i].ext_id = dup_or_null(r->events[i].ext_id);
     }
     q->job.events = ev;
     enqueue(ctx, q);
@@ -100,6 +101,7 @@ static void report_free(struct queued_report *q)
         free((char *)q->job.events[i].reason);
         free((char *)q->job.events[i].message);
         free((char *)q->job.events[i].source);
+        free((char *)q->job.events[i].ext_id);
     }
     if (q->is_job)
         free((void *)q->job.events);
@@ -276,6 +278,8 @@ static char *first_failure(const struct rank_report *r)
         r->signal ? json_integer(r->signal) : json_null(), "at", clock_format(r->time, ts));
     if (r->node)
         json_object_set_new(o, "node", json_string(r->node));
+    if (r->pod)
+        json_object_set_new(o, "pod", json_string(r->pod));
     char *text = jsonx_dumps(o);
     json_decref(o);
     return text;
@@ -371,9 +375,55 @@ static void rank_failed(struct controller *c, struct executor *ex, const struct 
     free(ff);
 }
 
+/* An executor that restarts ranks itself (Kubernetes) decides the job's fate from its own
+ * objects: a rank's end is recorded, and its failure noted as the first one; only a cancel
+ * completes here, once every rank has ended. */
+static void rank_ended_managed(struct controller *c, const struct job *j,
+                               const struct rank_report *r)
+{
+    char msg[512];
+    describe_end(r, msg, sizeof(msg));
+    bool failed = r->state == RANK_FAILED || r->state == RANK_LOST;
+    char *ff = failed && j->state != JOB_CANCELLING && j->state != JOB_CANCELLED &&
+                       j->state != JOB_SUCCEEDED
+                   ? first_failure(r)
+                   : NULL;
+    struct rank_change rc = { .rank = r->rank,
+                              .fields = RC_STATE | RC_EXIT | RC_FINISHED | RC_REASON | RC_NODE |
+                                        RC_POD | RC_RESTARTS,
+                              .state = r->state,
+                              .node = r->node,
+                              .pod = r->pod,
+                              .exit_code = r->exit_code,
+                              .signal = r->signal,
+                              .restarts = r->restarts,
+                              .reason = r->reason,
+                              .message = r->message,
+                              .finished_at = r->time };
+    struct job_event e = {
+        .type = "rank_exited", .reason = r->reason, .message = msg, .rank = r->rank, .time = r->time
+    };
+    struct job_update u = {
+        .pk = j->pk, .ranks = &rc, .nranks = 1, .events = &e, .nevents = 1, .first_failure = ff
+    };
+    int rc_commit = commit(c, &u);
+    free(ff);
+    if (rc_commit < 0 || j->state != JOB_CANCELLING)
+        return;
+    struct rank_counts n = count_ranks(c, j->pk);
+    if (n.terminal == n.total) {
+        finish(c, j, JOB_CANCELLED, "Cancelled", j->message, NULL);
+        mark_stop(c, j->pk, false);
+    }
+}
+
 static void rank_ended(struct controller *c, struct executor *ex, const struct job *j,
                        const struct spec_view *v, const struct rank_report *r)
 {
+    if (ex->manages_restarts) {
+        rank_ended_managed(c, j, r);
+        return;
+    }
     bool stopping =
         j->state == JOB_CANCELLING || j->state == JOB_RESTARTING || jobstate_terminal(j->state);
     enum rank_state state = r->state;
@@ -408,10 +458,13 @@ static void rank_ended(struct controller *c, struct executor *ex, const struct j
     }
 }
 
-static void rank_running(struct controller *c, const struct job *j, const struct rank_report *r)
+static void rank_running(struct controller *c, struct executor *ex, const struct job *j,
+                         const struct rank_report *r)
 {
     struct rank_change rc = { .rank = r->rank,
-                              .fields = RC_STATE | RC_PID | RC_NODE | RC_POD | RC_STARTED,
+                              .fields = RC_STATE | RC_PID | RC_NODE | RC_POD | RC_STARTED |
+                                        (ex->manages_restarts ? RC_RESTARTS : 0),
+                              .restarts = r->restarts,
                               .state = RANK_RUNNING,
                               .pid = r->pid,
                               .node = r->node,
@@ -421,7 +474,10 @@ static void rank_running(struct controller *c, const struct job *j, const struct
         .type = "rank_started", .reason = "Started", .rank = r->rank, .time = r->time
     };
     struct job_update u = { .pk = j->pk, .ranks = &rc, .nranks = 1, .events = &e, .nevents = 1 };
-    if (commit(c, &u) < 0 || j->state != JOB_STARTING)
+    /* After the operator restarted pods, the job runs again once they all do. */
+    bool promotable =
+        j->state == JOB_STARTING || (ex->manages_restarts && j->state == JOB_RESTARTING);
+    if (commit(c, &u) < 0 || !promotable)
         return;
     struct rank *ranks = NULL;
     size_t n = 0;
@@ -436,11 +492,29 @@ static void rank_running(struct controller *c, const struct job *j, const struct
                                   .set_state = true,
                                   .state = JOB_RUNNING,
                                   .only_if_state = true,
-                                  .if_state = JOB_STARTING,
+                                  .if_state = j->state,
                                   .reason = "Running",
                                   .message = "every rank is running" };
         commit(c, &run);
     }
+}
+
+/* True when the stored rank already says what r says (an executor that reports its view again
+ * after a restart of the daemon, or a watch event that changed nothing for the rank). */
+static bool unchanged(struct controller *c, const struct rank_report *r)
+{
+    struct rank *ranks = NULL;
+    size_t n = 0;
+    bool same = false;
+    if (store_ranks_get(c->st, r->job_pk, &ranks, &n, NULL) == 0 && r->rank >= 0 &&
+        (size_t)r->rank < n) {
+        const struct rank *s = &ranks[r->rank];
+        same = s->state == r->state && s->restarts == r->restarts &&
+               strcmp(s->pod ? s->pod : "", r->pod ? r->pod : "") == 0 &&
+               (r->state == RANK_RUNNING || s->exit_code == r->exit_code);
+    }
+    ranks_free(ranks, n);
+    return same;
 }
 
 static void handle_rank(struct controller *c, const struct rank_report *r)
@@ -452,9 +526,9 @@ static void handle_rank(struct controller *c, const struct rank_report *r)
     json_t *spec = json_loads(j->spec, 0, NULL);
     struct spec_view v;
     spec_view(spec, &v);
-    if (ex && r->attempt == j->attempt) {
+    if (ex && r->attempt == j->attempt && !(ex->manages_restarts && unchanged(c, r))) {
         if (r->state == RANK_RUNNING)
-            rank_running(c, j, r);
+            rank_running(c, ex, j, r);
         else if (rankstate_terminal(r->state))
             rank_ended(c, ex, j, &v, r);
     }
@@ -500,10 +574,10 @@ static void admit(struct controller *c, struct job **jobs, size_t n)
             struct spec_view v;
             spec_view(spec, &v);
             int fits = ex->fits(ex, j, &v);
-            if (fits)
+            if (fits > 0)
                 start_attempt(c, ex, j, &v, j->attempt);
             json_decref(spec);
-            if (!fits)
+            if (fits == 0)
                 break;
         }
     }
@@ -526,6 +600,8 @@ static void check_job(struct controller *c, struct job *j, int64_t now)
             finish(c, j, JOB_CANCELLED, "Cancelled", j->message, NULL);
         break;
     case JOB_RESTARTING:
+        if (ex->manages_restarts)
+            break; /* the operator restarts the pods; its executor reports when they run */
         stop_job(c, ex, j);
         n = count_ranks(c, j->pk);
         if (n.terminal == n.total)

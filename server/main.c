@@ -21,6 +21,7 @@
 #include "server/core/notify.h"
 #include "server/core/xalloc.h"
 #include "server/http.h"
+#include "server/kube/kube.h"
 #include "server/local.h"
 #include "server/shim.h"
 #include "server/signals.h"
@@ -35,6 +36,7 @@ struct daemon {
     struct collect *collect;
     struct executor *executors[2];
     size_t nexec;
+    struct executor *kube; /* also in executors[], when enabled */
     struct controller *controller;
     struct api api;
     struct http *http;
@@ -71,10 +73,49 @@ static json_t *hook_dry_run(void *ctx, const json_t *spec, const char *job_id, s
     struct daemon *d = ctx;
     struct spec_view v;
     spec_view(spec, &v);
-    for (size_t i = 0; i < d->nexec; i++)
-        if (strcmp(d->executors[i]->name, v.executor) == 0)
-            return d->executors[i]->render(d->executors[i], spec, job_id, err);
+    for (size_t i = 0; i < d->nexec; i++) {
+        if (strcmp(d->executors[i]->name, v.executor) != 0)
+            continue;
+        json_t *obj = d->executors[i]->render(d->executors[i], spec, job_id, err);
+        /* The API server validates it too (webhooks, schemas), without creating anything. */
+        if (obj && d->executors[i] == d->kube && kube_server_dry_run(d->kube, obj, err) < 0) {
+            json_decref(obj);
+            return NULL;
+        }
+        return obj;
+    }
     err_set(err, ERR_VALIDATION, "executor %s is not enabled", v.executor);
+    return NULL;
+}
+
+static json_t *hook_nodes(void *ctx, struct err *err)
+{
+    struct daemon *d = ctx;
+    if (!d->kube) {
+        err_set(err, ERR_NOT_FOUND,
+                "this daemon has no Kubernetes executor (serve --executor kubernetes)");
+        return NULL;
+    }
+    return kube_nodes_snapshot(d->kube, err);
+}
+
+/* trainyard's state of a job, for the Kubernetes executor's suspended objects. */
+static int kube_job_state(void *ctx, int64_t pk, enum job_state *state)
+{
+    struct daemon *d = ctx;
+    struct job *j = store_job_get_pk(d->store, pk, NULL);
+    if (!j)
+        return -1;
+    *state = j->state;
+    job_free(j);
+    return 0;
+}
+
+/* Nodes the Kubernetes executor keeps new jobs off. The hook for node marks
+ * (POST /v1/nodes/{name}/mark, branch diagint): return store_node_marks_list()'s names here. */
+static char **kube_marked_nodes(void *ctx)
+{
+    (void)ctx;
     return NULL;
 }
 
@@ -180,6 +221,21 @@ static int start_executors(struct daemon *d, struct err *err)
     if (!d->executors[d->nexec])
         return -1;
     d->nexec++;
+    if (strcmp(d->cfg.executor, "kubernetes") == 0 || d->cfg.kubeconfig[0]) {
+        struct kube_options ko = { .kubeconfig = d->cfg.kubeconfig,
+                                   .context = d->cfg.kube_context,
+                                   .namespace = d->cfg.kube_namespace,
+                                   .max_line = d->cfg.log_max_line,
+                                   .logs = lo.logs,
+                                   .ctx = d,
+                                   .job_state = kube_job_state,
+                                   .marked_nodes = kube_marked_nodes };
+        d->kube = d->executors[d->nexec] = kube_new(&ko, err);
+        if (!d->kube)
+            return err_wrap(err, "the kubernetes executor");
+        d->nexec++;
+        log_info("kubernetes executor: %s", kube_describe(d->kube));
+    }
     struct controller_options opts = { .stop_grace_ns = d->cfg.stop_grace_ns };
     d->controller = controller_new(d->store, d->executors, d->nexec, &opts, NULL);
     return 0;
@@ -194,13 +250,14 @@ static void setup_api(struct daemon *d)
     a->auth_enabled = d->cfg.auth;
     a->default_executor = d->cfg.executor;
     a->local_enabled = true;
-    a->kubernetes_enabled = false;
+    a->kubernetes_enabled = d->kube != NULL;
     a->local_slots = d->cfg.local_slots;
     a->started_at = clock_now_ns();
     a->hooks = (struct api_hooks){ .ctx = d,
                                    .job_changed = hook_job_changed,
                                    .job_deleted = hook_job_deleted,
                                    .dry_run = hook_dry_run,
+                                   .nodes = hook_nodes,
                                    .metrics = hook_metrics };
     ratelimit_init(a);
     rendezvous_init(a);
@@ -225,6 +282,8 @@ static int start_http(struct daemon *d, struct err *err)
              http_address(d->http));
     d->api.public_url = d->cfg.public_url[0] ? d->cfg.public_url : d->url;
     local_set_url(d->executors[0], d->url);
+    if (d->kube)
+        kube_set_url(d->kube, d->api.public_url);
     printf("trainyard: listening on %s (web page: %s/)\n", d->url, d->url);
     if (!d->cfg.auth)
         printf("trainyard: auth is OFF: anyone on this machine can use the API as admin\n");
@@ -259,6 +318,7 @@ static void teardown(struct daemon *d)
 {
     rendezvous_release(&d->api);
     http_stop(d->http);
+    kube_stop(d->kube); /* it reports to the controller and feeds the log pipeline */
     controller_free(d->controller);
     collect_free(d->collect);
     for (size_t i = 0; i < d->nexec; i++)

@@ -151,6 +151,10 @@ static const char *const migrations[] = {
     "  world_size INTEGER NOT NULL,"
     "  at INTEGER NOT NULL,"
     "  PRIMARY KEY (job_pk, attempt, barrier, rank)) WITHOUT ROWID;",
+    /* 3: events that come from outside (Kubernetes Events) carry their identity, so that
+     * seeing one again after a re-list or a daemon restart does not add it twice */
+    "ALTER TABLE events ADD COLUMN ext_id TEXT;"
+    "CREATE UNIQUE INDEX events_by_ext_id ON events(job_pk, ext_id) WHERE ext_id IS NOT NULL;",
 };
 
 static int user_version(struct conn *c, int *version, struct err *err)
