@@ -382,7 +382,12 @@ static void rank_ended_managed(struct controller *c, const struct job *j,
                                const struct rank_report *r)
 {
     char msg[512];
-    describe_end(r, msg, sizeof(msg));
+    if (r->exit_code < 0 && !r->signal) /* lost or stopped: no exit status */
+        snprintf(msg, sizeof(msg), "rank %d ended (%s)%s%s", r->rank,
+                 r->reason ? r->reason : "unknown", r->message && r->message[0] ? ": " : "",
+                 r->message ? r->message : "");
+    else
+        describe_end(r, msg, sizeof(msg));
     bool failed = r->state == RANK_FAILED || r->state == RANK_LOST;
     char *ff = failed && j->state != JOB_CANCELLING && j->state != JOB_CANCELLED &&
                        j->state != JOB_SUCCEEDED

@@ -42,10 +42,7 @@ void kube_report_job(struct kube *k, struct kjob *j, enum job_state state, const
         j->attempt++;
     if (jobstate_terminal(state))
         j->terminal = true;
-    if (j->held != (state == JOB_QUEUED)) {
-        j->held = state == JOB_QUEUED;
-        kube_held_set(k, j->m.id, j->held);
-    }
+    j->held = state == JOB_QUEUED;
 }
 
 void kube_report_event(struct kube *k, struct kjob *j, const char *type, const char *reason,
@@ -181,10 +178,11 @@ static void report_state(struct kube *k, struct kjob *j, struct kpod *p, struct 
         return;
     snprintf(s->key, sizeof(s->key), "%s", key);
     s->ended = ended;
-    bool ours = j->stop_requested || (j->terminal && r->state == RANK_FAILED);
+    /* Pods trainyard (cancel), the operator after the end, or Kueue (suspend) took away. */
+    bool ours = j->stop_requested || j->held || (j->terminal && r->state == RANK_FAILED);
     if (ended && r->state != RANK_SUCCEEDED && ours) {
         r->state = RANK_STOPPED;
-        r->reason = "Stopped";
+        r->reason = j->held ? "Suspended" : "Stopped";
     } else if (ended && r->state != RANK_SUCCEEDED) {
         note_failure(j, p, p->slot, r->reason ? r->reason : "Error", r->exit_code);
     }

@@ -109,7 +109,7 @@ ctl nodes/condition '{"node":"'"$node0"'","condition":{"type":"AcceleratedHardwa
 eventually "a node's bad GPU condition shows" 10 bash -c "curl -s -H 'Authorization: Bearer $TOKEN' $URL/v1/nodes | jq -e '.items[]|select(.name==\"$node0\")|.healthy==false and (.conditions[]|select(.type==\"AcceleratedHardwareReady\").reason==\"NvidiaXID79Error\")'"
 api POST "/v1/jobs/$long/cancel" >/dev/null
 eventually "the long job is cancelled" 30 state_is "$long" cancelled
-eventually "its object is deleted" 20 test "$(kstatus GET "/apis/kubeflow.org/v1/namespaces/default/pytorchjobs/ty-$long")" = 404
+eventually "its object is deleted" 20 kgone "/apis/kubeflow.org/v1/namespaces/default/pytorchjobs/ty-$long"
 check_eq "its ranks were stopped" "stopped stopped" "$(job_field "$long" '[.ranks[].state]|join(" ")')"
 check_eq "its worker token is revoked" "401" "$(rv "$long")"
 ty_done

@@ -50,6 +50,11 @@ kstatus() {
     curl -sk -o /dev/null -w '%{http_code}' -X "$method" "$@" "$KURL$path"
 }
 
+# kgone PATH: the API server answers 404 for it (for eventually: evaluated on each try).
+kgone() {
+    [ "$(kstatus GET "$1")" = 404 ]
+}
+
 ctl() {
     curl -sk -X POST "$KURL/_test/$1" -d "${2:-{\}}"
 }
