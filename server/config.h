@@ -41,6 +41,7 @@ struct config {
     char *kubeconfig;
     char *kube_context;
     char *kube_namespace;
+    int kube_log_streams;
     int64_t stall_floor_ns;
     char *prometheus_url;
     struct api_limits limits;

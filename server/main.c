@@ -226,6 +226,7 @@ static int start_executors(struct daemon *d, struct err *err)
                                    .context = d->cfg.kube_context,
                                    .namespace = d->cfg.kube_namespace,
                                    .max_line = d->cfg.log_max_line,
+                                   .max_log_streams = d->cfg.kube_log_streams,
                                    .logs = lo.logs,
                                    .ctx = d,
                                    .job_state = kube_job_state,

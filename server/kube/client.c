@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "server/core/clock.h"
 #include "server/core/jsonx.h"
 #include "server/core/xalloc.h"
 #include "server/kube/auth.h"
@@ -60,6 +61,7 @@ struct kube_client {
     struct stat_row stats[MAX_STATS];
     size_t nstats;
     atomic_ullong requests;
+    atomic_ullong busy_ns; /* time in kube_client_run not waiting for the network */
 };
 
 static void count(struct kube_client *c, const char *method, const char *path, long code)
@@ -452,6 +454,7 @@ void kube_client_run(struct kube_client *c, int timeout_ms)
     int running = 0;
     report_early(c);
     curl_multi_poll(c->multi, NULL, 0, c->nearly ? 0 : timeout_ms, NULL);
+    int64_t t0 = clock_mono_ns();
     curl_multi_perform(c->multi, &running);
     CURLMsg *m;
     int left;
@@ -463,6 +466,7 @@ void kube_client_run(struct kube_client *c, int timeout_ms)
         if (call)
             finish(c, call, m->data.result);
     }
+    atomic_fetch_add(&c->busy_ns, (unsigned long long)(clock_mono_ns() - t0));
 }
 
 void kube_client_wakeup(struct kube_client *c)
@@ -589,6 +593,11 @@ void kube_client_metrics(struct kube_client *c, struct buf *out)
                "# TYPE trainyard_kube_exec_plugin_runs_total counter\n"
                "trainyard_kube_exec_plugin_runs_total %llu\n",
                (unsigned long long)kube_auth_plugin_runs(c->auth));
+}
+
+uint64_t kube_client_busy_ns(struct kube_client *c)
+{
+    return atomic_load(&c->busy_ns);
 }
 
 uint64_t kube_client_requests(struct kube_client *c)

@@ -74,6 +74,8 @@ void kube_classify(const char *method, const char *path, char *verb, size_t vsiz
                    size_t rsize);
 /* Appends Prometheus text: requests and errors by verb and resource. */
 void kube_client_metrics(struct kube_client *c, struct buf *out);
+/* Time the loop thread spent on responses and callbacks (not waiting), in ns. */
+uint64_t kube_client_busy_ns(struct kube_client *c);
 /* Requests sent so far (all verbs). */
 uint64_t kube_client_requests(struct kube_client *c);
 /* The auth state (for metrics and tests): exec plugin runs. */

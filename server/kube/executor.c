@@ -148,13 +148,19 @@ static int kube_adopt(struct executor *ex, const struct job *j, const struct spe
     r->refs = 2;
     c->reply = r;
     push(k, c);
+    /* One budget for all the jobs adopted at start: an unreachable API server must not hold
+     * the daemon for ADOPT_WAIT per job. Those not answered in time are adopted later. */
+    int64_t t0 = clock_mono_ns(), left = ADOPT_WAIT - atomic_load(&k->adopt_waited);
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += ADOPT_WAIT / NS_PER_SEC;
+    int64_t ns = until.tv_nsec + (left > 0 ? left : 0);
+    until.tv_sec += ns / NS_PER_SEC;
+    until.tv_nsec = ns % NS_PER_SEC;
     pthread_mutex_lock(&k->lock);
-    while (!r->done && !k->stopping)
+    while (!r->done && !k->stopping && left > 0)
         if (pthread_cond_timedwait(&k->cond, &k->lock, &until) != 0)
             break;
+    atomic_fetch_add(&k->adopt_waited, clock_mono_ns() - t0);
     bool done = r->done;
     int result = r->result;
     if (--r->refs == 0)
@@ -231,10 +237,21 @@ static void kube_metrics(struct executor *ex, struct buf *out)
         "trainyard_kube_pods %llu\n"
         "# HELP trainyard_kube_log_streams Pod log streams open.\n"
         "# TYPE trainyard_kube_log_streams gauge\ntrainyard_kube_log_streams %llu\n"
+        "# HELP trainyard_kube_log_streams_waiting Running containers waiting for a free "
+        "stream (--kube-log-streams).\n# TYPE trainyard_kube_log_streams_waiting gauge\n"
+        "trainyard_kube_log_streams_waiting %llu\n"
         "# HELP trainyard_kube_log_lines_total Pod log lines read (duplicates dropped).\n"
         "# TYPE trainyard_kube_log_lines_total counter\n"
         "trainyard_kube_log_lines_total %llu\n"
-        "trainyard_kube_log_duplicates_total %llu\n",
+        "trainyard_kube_log_duplicates_total %llu\n"
+        "# HELP trainyard_kube_loop_busy_seconds_total Time the Kubernetes loop thread worked "
+        "(parsing, reporting), not waiting for the network.\n"
+        "# TYPE trainyard_kube_loop_busy_seconds_total counter\n"
+        "trainyard_kube_loop_busy_seconds_total %.3f\n"
+        "# HELP trainyard_kube_log_push_seconds_total Time the loop spent handing lines to the "
+        "log pipeline (it waits when the pipeline is full).\n"
+        "# TYPE trainyard_kube_log_push_seconds_total counter\n"
+        "trainyard_kube_log_push_seconds_total %.3f\n",
         (unsigned long long)atomic_load(&k->watch_closed),
         (unsigned long long)atomic_load(&k->watch_expired),
         (unsigned long long)atomic_load(&k->watch_errors),
@@ -245,8 +262,10 @@ static void kube_metrics(struct executor *ex, struct buf *out)
         (unsigned long long)atomic_load(&k->create_errors),
         (unsigned long long)atomic_load(&k->jobs_tracked),
         (unsigned long long)atomic_load(&k->pods_tracked),
-        (unsigned long long)atomic_load(&k->streams_open), (unsigned long long)ls.lines,
-        (unsigned long long)ls.duplicates);
+        (unsigned long long)atomic_load(&k->streams_open),
+        (unsigned long long)atomic_load(&k->streams_waiting), (unsigned long long)ls.lines,
+        (unsigned long long)ls.duplicates, (double)kube_client_busy_ns(k->client) / 1e9,
+        (double)ls.push_ns / 1e9);
 }
 
 void kube_stop(struct executor *ex)
@@ -299,6 +318,7 @@ struct executor *kube_new(const struct kube_options *opts, struct err *err)
              k->cfg.source, k->cfg.context[0] ? ", context " : "", k->cfg.context,
              k->cfg.namespace);
     k->url = opts->url ? xstrdup(opts->url) : NULL;
+    kube_follow_set_limit(opts->max_log_streams);
     pthread_mutex_init(&k->lock, NULL);
     pthread_cond_init(&k->cond, NULL);
     kmap_init(&k->held);

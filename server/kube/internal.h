@@ -146,12 +146,15 @@ struct kube {
     struct kube_watch *nodes_watch;
     bool nodes_dirty;
     int64_t nodes_published;
-    struct kcmd *waiting;    /* adopt and stop commands waiting for their namespace's lists */
+    struct kcmd *waiting; /* adopt and stop commands waiting for their namespace's lists */
+    struct kjob **evjobs; /* jobs with Kubernetes events to hand over this round */
+    size_t nevjobs, capevjobs;
     atomic_bool adopted_all; /* the controller finished adopting (its first poll) */
     int64_t last_tick, held_checked;
     atomic_ullong created, adopted_existing, create_errors, create_ns_total, create_count;
-    atomic_llong cmd_lag_ns; /* how long the last commands waited for the loop (reconcile lag) */
-    atomic_ullong jobs_tracked, pods_tracked, streams_open;
+    atomic_llong adopt_waited; /* ns the controller spent waiting for adoptions */
+    atomic_llong cmd_lag_ns;   /* how long the last commands waited for the loop (reconcile lag) */
+    atomic_ullong jobs_tracked, pods_tracked, streams_open, streams_waiting;
     atomic_ullong watch_lists, watch_events, watch_closed, watch_expired, watch_errors;
 };
 

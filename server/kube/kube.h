@@ -30,7 +30,8 @@ struct kube_options {
     const char *context;
     const char *namespace;
     int64_t max_line;
-    const char *url; /* TRAINYARD_URL for the ranks; may be set later */
+    int max_log_streams; /* follow streams at once (0: 1000) */
+    const char *url;     /* TRAINYARD_URL for the ranks; may be set later */
     struct log_sources logs;
     void *ctx;
     /* trainyard's state of a job (0), or -1 when it no longer exists; asked from the loop

@@ -39,10 +39,19 @@ struct kube_follow {
     size_t nbatch, capbatch;
     int64_t line_ts;
     bool done;
+    bool starved; /* running, but every stream is taken */
     int64_t next_try, backoff, last_follow_end, wake_at;
 };
 
-static atomic_ullong total_lines, total_dups, total_requests, total_prev;
+static atomic_ullong total_lines, total_dups, total_requests, total_prev, total_push_ns;
+/* Follow streams open at once (loop thread only). Past the limit a running container waits for
+ * a free stream; its lines are not lost, only read later (or in one read once it ends). */
+static int follows_open, follows_max = 1000;
+
+void kube_follow_set_limit(int max_streams)
+{
+    follows_max = max_streams > 0 ? max_streams : 1000;
+}
 
 void kube_log_stats(struct kube_log_stats *out)
 {
@@ -50,6 +59,7 @@ void kube_log_stats(struct kube_log_stats *out)
     out->duplicates = atomic_load(&total_dups);
     out->requests = atomic_load(&total_requests);
     out->previous_fetches = atomic_load(&total_prev);
+    out->push_ns = atomic_load(&total_push_ns);
 }
 
 bool kube_log_take(int64_t ts, int64_t *pos_ts, int *pos_n, int *seen)
@@ -159,7 +169,9 @@ static void push_batch(struct kube_follow *f)
     char pos[48];
     snprintf(pos, sizeof(pos), "%lld %d", (long long)f->pos_ts, f->pos_n);
     struct log_origin origin = { .rank = f->o.rank, .attempt = f->o.attempt, .pod = f->o.pod };
+    int64_t t0 = clock_mono_ns();
     f->o.sources.push(f->o.sources.ctx, f->o.job_pk, f->key, &origin, f->batch, f->nbatch, pos);
+    atomic_fetch_add(&total_push_ns, (unsigned long long)(clock_mono_ns() - t0));
     atomic_fetch_add(&total_lines, f->nbatch);
     f->nbatch = 0;
     buf_reset(&f->batch_text);
@@ -193,6 +205,8 @@ static void on_done(void *ctx, long status, const struct buf *body, struct err *
     enum fetch was = f->fetch;
     f->call = NULL;
     f->fetch = F_NONE;
+    if (was == F_FOLLOW)
+        follows_open--;
     if (!err_is_set(err)) {
         if (body && body->len)
             on_data(f, body->data, body->len);
@@ -257,6 +271,8 @@ static void request(struct kube_follow *f, enum fetch what, const char *id)
     atomic_fetch_add(&total_requests, 1);
     if (what == F_PREVIOUS)
         atomic_fetch_add(&total_prev, 1);
+    if (what == F_FOLLOW)
+        follows_open++;
     f->call = kube_call_start(f->o.client, &r, what == F_FOLLOW ? on_data : NULL, on_done, f);
     buf_release(&q);
 }
@@ -283,6 +299,8 @@ static void decide(struct kube_follow *f)
             request(f, F_PREVIOUS, s->last_id);
         else if (f->last_follow_end && clock_mono_ns() < again)
             f->wake_at = again;
+        else if ((f->starved = follows_open >= follows_max))
+            f->wake_at = clock_mono_ns() + REFOLLOW_GAP; /* every stream is taken: wait */
         else
             request(f, F_FOLLOW, s->cur_id);
     } else if (s->terminated) {
@@ -328,6 +346,8 @@ void kube_follow_free(struct kube_follow *f, bool force)
 {
     if (!f)
         return;
+    if (f->call && f->fetch == F_FOLLOW)
+        follows_open--;
     kube_call_cancel(f->o.client, f->call);
     if ((f->done || force) && f->o.sources.file_done)
         f->o.sources.file_done(f->o.sources.ctx, f->o.job_pk, f->key);
@@ -363,6 +383,11 @@ void kube_follow_tick(struct kube_follow *f, int64_t now_mono)
 bool kube_follow_done(const struct kube_follow *f)
 {
     return f->done;
+}
+
+int kube_follow_waiting(const struct kube_follow *f)
+{
+    return !f->call && !f->done && f->starved && f->st.running;
 }
 
 bool kube_follow_streaming(const struct kube_follow *f)

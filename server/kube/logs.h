@@ -55,6 +55,11 @@ void kube_follow_update(struct kube_follow *f, const struct kube_cstatus *st);
 void kube_follow_tick(struct kube_follow *f, int64_t now_mono);
 /* Every line there will ever be has been read. */
 bool kube_follow_done(const struct kube_follow *f);
+/* At most this many follow streams at once across all followers (default 1000): an HTTP/1.1
+ * API server needs a connection per stream. */
+void kube_follow_set_limit(int max_streams);
+/* Waiting for a free stream (for metrics). */
+int kube_follow_waiting(const struct kube_follow *f);
 /* Whether a stream is open (for metrics). */
 bool kube_follow_streaming(const struct kube_follow *f);
 
@@ -71,6 +76,8 @@ long kube_log_parse_ts(const char *line, size_t len, int64_t *ts);
 /* Counters across all followers, for /metrics. */
 struct kube_log_stats {
     uint64_t lines, duplicates, requests, previous_fetches;
+    uint64_t
+        push_ns; /* time the loop spent handing lines over (blocked when the pipeline is full) */
 };
 void kube_log_stats(struct kube_log_stats *out);
 

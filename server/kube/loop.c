@@ -186,7 +186,7 @@ static void pod_free(struct kpod *p, bool force)
 /* Frees pods that are gone and whose logs are read; ticks the followers of the others. */
 static void pods_tick(struct kube *k, int64_t now)
 {
-    unsigned long long streams = 0;
+    unsigned long long streams = 0, waiting = 0;
     for (struct kmap_iter it = kmap_first(&k->pods); it.e;) {
         struct kpod *p = it.e->value;
         const char *key = it.e->key;
@@ -194,6 +194,7 @@ static void pods_tick(struct kube *k, int64_t now)
         if (p->follow) {
             kube_follow_tick(p->follow, now);
             streams += kube_follow_streaming(p->follow);
+            waiting += (unsigned long long)kube_follow_waiting(p->follow);
         }
         if (p->follow && kube_follow_done(p->follow)) { /* every line is read: release the source */
             kube_follow_free(p->follow, false);
@@ -206,6 +207,7 @@ static void pods_tick(struct kube *k, int64_t now)
         }
     }
     atomic_store(&k->streams_open, streams);
+    atomic_store(&k->streams_waiting, waiting);
     atomic_store(&k->pods_tracked, k->pods.n);
 }
 
@@ -262,8 +264,15 @@ static void obj_remove(void *ctx, const json_t *obj)
 
 /* ---- events -------------------------------------------------------------------------- */
 
-static void add_event(struct kjob *j, const struct kube_event *ev)
+static void add_event(struct kube *k, struct kjob *j, const struct kube_event *ev)
 {
+    if (j->nevents == 0) { /* remember it for flush_events() */
+        if (k->nevjobs == k->capevjobs) {
+            k->capevjobs = k->capevjobs ? k->capevjobs * 2 : 64;
+            k->evjobs = xrealloc(k->evjobs, k->capevjobs * sizeof(*k->evjobs));
+        }
+        k->evjobs[k->nevjobs++] = j;
+    }
     if (j->nevents == j->capevents) {
         j->capevents = j->capevents ? j->capevents * 2 : 8;
         j->event_store = xrealloc(j->event_store, j->capevents * sizeof(*j->event_store));
@@ -290,7 +299,7 @@ static void event_upsert(void *ctx, const json_t *ev)
     }
     struct kube_event e;
     if (j && kube_event_convert(ev, rank, &e))
-        add_event(j, &e);
+        add_event(k, j, &e);
 }
 
 static void event_remove(void *ctx, const json_t *ev)
@@ -302,10 +311,8 @@ static void event_remove(void *ctx, const json_t *ev)
 /* Hands each job's Kubernetes events of this round to the controller in one report. */
 static void flush_events(struct kube *k)
 {
-    for (struct kmap_iter it = kmap_first(&k->jobs); it.e; kmap_next(&k->jobs, &it)) {
-        struct kjob *j = it.e->value;
-        if (!j->nevents)
-            continue;
+    for (size_t n = 0; n < k->nevjobs; n++) {
+        struct kjob *j = k->evjobs[n];
         struct job_event *evs = xcalloc(j->nevents, sizeof(*evs));
         for (size_t i = 0; i < j->nevents; i++) {
             evs[i] = j->event_store[i].e;
@@ -321,6 +328,7 @@ static void flush_events(struct kube *k)
         free(evs);
         j->nevents = 0;
     }
+    k->nevjobs = 0;
 }
 
 /* ---- namespaces ---------------------------------------------------------------------- */
@@ -423,6 +431,9 @@ static struct kjob *job_register(struct kube *k, const struct kjob_meta *m, int 
 
 static void kjob_free(struct kube *k, struct kjob *j)
 {
+    for (size_t n = 0; n < k->nevjobs; n++)
+        if (k->evjobs[n] == j)
+            k->evjobs[n--] = k->evjobs[--k->nevjobs];
     kube_call_cancel(k->client, j->call);
     kube_call_cancel(k->client, j->list_call);
     for (struct kmap_iter it = kmap_first(&k->pods); it.e; kmap_next(&k->pods, &it)) {
@@ -803,6 +814,7 @@ static void loop_free(struct kube *k)
     kmap_release(&k->pods);
     kmap_release(&k->objs);
     kmap_release(&k->namespaces);
+    free(k->evjobs);
 }
 
 void *kube_loop(void *arg)
