@@ -10,7 +10,10 @@
 BUILD_PKGS := cmake make gcc pkg-config libmicrohttpd-dev libjansson-dev libsqlite3-dev \
               libcurl4-openssl-dev libyaml-dev libzstd-dev libssl-dev libgnutls28-dev libfabric-dev
 TEST_PKGS  := curl clang yq libclang-rt-14-dev clang-format valgrind libfabric-bin openssl sqlite3 \
-              wrk prometheus chromium nodejs npm procps psmisc jq socat
+              wrk prometheus chromium procps psmisc jq socat
+# Tools the machine may already have from elsewhere (a newer Node.js): installed from Debian
+# only when the command is missing. Written COMMAND:PACKAGE.
+TEST_TOOLS := node:nodejs npm:npm
 JOBS       ?= $(shell nproc)
 LISTEN     ?= 127.0.0.1:8080
 DATA_DIR   ?= ./trainyard-data
@@ -37,6 +40,7 @@ deps:
 
 test-deps: deps
 	$(call install_missing,$(TEST_PKGS))
+	$(call install_missing,$(shell for t in $(TEST_TOOLS); do command -v $${t%%:*} >/dev/null || echo $${t#*:}; done))
 
 build: deps
 	@cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

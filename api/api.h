@@ -29,6 +29,7 @@
 
 struct store;
 struct notify;
+struct sns_verifier;
 
 enum http_method {
     HTTP_GET,
@@ -86,6 +87,10 @@ struct api_hooks {
     void (*job_deleted)(void *ctx, const char *job_id);
     /* Adds Prometheus text for daemon-level metrics (executors, ingest, HTTP). */
     void (*metrics)(void *ctx, struct buf *out);
+    /* A hook delivery stored work for the trigger loop (jobs to submit, SNS confirmations). */
+    void (*triggers_pending)(void *ctx);
+    /* A webhook message was queued (POST /v1/webhooks/{id}/test). */
+    void (*webhooks_pending)(void *ctx);
 };
 
 struct api {
@@ -100,9 +105,11 @@ struct api {
     int local_slots;        /* ranks the local executor can run at once */
     const char *public_url; /* base URL for links (webhooks, Location), may be NULL */
     int64_t started_at;
-    void *ratelimit;  /* api/ratelimit.c state */
-    void *rendezvous; /* api/rendezvous.c state: requests waiting for keys and barriers */
-    void *extra;      /* per-feature state (triggers, webhooks) */
+    void *ratelimit;          /* api/ratelimit.c state */
+    void *rendezvous;         /* api/rendezvous.c state: requests waiting for keys and barriers */
+    void *extra;              /* per-feature state (triggers, webhooks) */
+    struct sns_verifier *sns; /* checks SNS signatures of hook deliveries; NULL: SNS refused */
+    size_t hook_max_body;     /* hook bodies over this are rejected and recorded; 0: 1 MiB */
 };
 
 struct request;

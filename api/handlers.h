@@ -44,4 +44,32 @@ void tokens_list(struct request *req, struct response *res);
 void tokens_revoke(struct request *req, struct response *res);
 void audit_list(struct request *req, struct response *res);
 
+/* api/templates.c */
+void templates_create(struct request *req, struct response *res);
+void templates_list(struct request *req, struct response *res);
+void templates_get(struct request *req, struct response *res);
+void templates_update(struct request *req, struct response *res);
+void templates_delete(struct request *req, struct response *res);
+void templates_jobs_create(struct request *req, struct response *res);
+
+/* api/triggers.c */
+void triggers_create(struct request *req, struct response *res);
+void triggers_list(struct request *req, struct response *res);
+void triggers_get(struct request *req, struct response *res);
+void triggers_update(struct request *req, struct response *res);
+void triggers_delete(struct request *req, struct response *res);
+void triggers_deliveries(struct request *req, struct response *res);
+
+/* api/hooks.c */
+void hooks_s3(struct request *req, struct response *res);
+
+/* api/webhooks.c */
+void webhooks_create(struct request *req, struct response *res);
+void webhooks_list(struct request *req, struct response *res);
+void webhooks_get(struct request *req, struct response *res);
+void webhooks_update(struct request *req, struct response *res);
+void webhooks_delete(struct request *req, struct response *res);
+void webhooks_test(struct request *req, struct response *res);
+void webhooks_deliveries(struct request *req, struct response *res);
+
 #endif

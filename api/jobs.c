@@ -1,9 +1,12 @@
 /*
- * jobs: the job routes. Handlers validate and record; they never start, stop or wait for
- * processes or pods: api->hooks.job_changed() wakes the daemon's reconcile loop, which does.
- * Job creation is group-committed: the handler defers, the store writer commits a batch of
- * submissions at once and completes each request after COMMIT.
+ * jobs: the job routes, and jobs_submission_*() (api/jobs.h), the one path that creates jobs.
+ * Handlers validate and record; they never start, stop or wait for processes or pods:
+ * api->hooks.job_changed() wakes the daemon's reconcile loop, which does. Job creation is
+ * group-committed: the handler defers, the store writer commits a batch of submissions at once
+ * and completes each request after COMMIT; the body is built on an HTTP thread (res->finish).
  */
+#include "api/jobs.h"
+
 #include "api/handlers.h"
 #include "api/job_json.h"
 #include "api/manifest.h"
@@ -20,26 +23,29 @@
 
 /* A submission waiting for its commit. Owns everything job_new points to. */
 struct submission {
-    struct request *req;
-    struct response *res;
-    int rc;
-    struct err err;
+    struct api *api;
     json_t *spec;
     char *spec_text;
     char id[JOB_ID_LEN + 1];
     char hash[SHA256_HEX_LEN];
-    char *idem_key;
+    char *idem_key, *idem_hash, *owner, *request_id;
     struct label *labels;
     struct job_new jn;
     struct job_inserted out;
+    jobs_done_fn done;
+    void *ctx;
 };
 
-static void submission_free(struct submission *s)
+void jobs_submission_free(struct submission *s)
 {
-    err_release(&s->err);
+    if (!s)
+        return;
     json_decref(s->spec);
     free(s->spec_text);
     free(s->idem_key);
+    free(s->idem_hash);
+    free(s->owner);
+    free(s->request_id);
     free(s->labels);
     free(s);
 }
@@ -51,10 +57,10 @@ static void notify_changed(struct api *api, int64_t pk)
 }
 
 /* The response for a new job, built from what was just committed (no read back). */
-static json_t *new_job_json(struct submission *s)
+json_t *jobs_submission_json(const struct submission *s)
 {
     struct job j = { .pk = s->out.pk,
-                     .id = s->id,
+                     .id = (char *)s->id,
                      .name = (char *)s->jn.name,
                      .executor = (char *)s->jn.executor,
                      .state = JOB_QUEUED,
@@ -95,40 +101,86 @@ static void respond_job(struct request *req, struct response *res, int status, c
     err_release(&err);
 }
 
-/* Runs on the store writer thread after COMMIT (or rollback): record, wake, hand back. */
+/* Runs on the store writer thread after COMMIT (or rollback): wake, hand over. */
 static void inserted(void *ctx, int rc, struct err *err)
 {
     struct submission *s = ctx;
-    s->rc = rc;
-    if (rc < 0 && err)
-        err_move(&s->err, err);
-    else if (!s->out.replayed)
-        notify_changed(s->req->api, s->out.pk);
-    request_complete(s->req);
+    struct jobs_submitted r = {
+        .rc = rc, .err = err, .pk = s->out.pk, .id = s->id, .replayed = rc == 0 && s->out.replayed
+    };
+    if (r.replayed)
+        r.id = s->out.replayed_id;
+    else if (rc == 0)
+        notify_changed(s->api, s->out.pk);
+    s->done(s->ctx, s, &r);
 }
 
-/* Runs on an HTTP thread once the commit is done: the response body. */
-static void finish_insert(struct request *req, struct response *res)
+void jobs_submission_start(struct submission *s, jobs_done_fn done, void *ctx)
 {
-    struct submission *s = res->deferred_ctx;
-    if (s->rc < 0) {
-        problem_respond(req, res, &s->err);
-    } else if (s->out.replayed) {
-        respond_job(req, res, 200, s->out.replayed_id);
-    } else {
-        response_json_new(res, 201, new_job_json(s));
-        char location[64];
-        snprintf(location, sizeof(location), "/v1/jobs/%s", s->id);
-        response_header(res, "Location", location);
+    s->done = done;
+    s->ctx = ctx;
+    store_job_insert_async(s->api->store, &s->jn, &s->out, inserted, s);
+}
+
+static struct spec_options spec_options(struct api *api)
+{
+    return (struct spec_options){ .limits = &api->limits,
+                                  .default_executor = api->default_executor,
+                                  .local_enabled = api->local_enabled,
+                                  .kubernetes_enabled = api->kubernetes_enabled,
+                                  .local_slots = api->local_slots };
+}
+
+static char *dup_or_null(const char *s)
+{
+    return s ? xstrdup(s) : NULL;
+}
+
+struct submission *jobs_submission_new(struct api *api, const json_t *doc,
+                                       const struct jobs_submit_opts *o, struct err *err)
+{
+    struct spec_options opts = spec_options(api);
+    json_t *spec = spec_validate(doc, &opts, err);
+    if (!spec)
+        return NULL;
+    struct submission *s = XNEW(struct submission);
+    s->api = api;
+    s->spec = spec;
+    s->spec_text = jsonx_dumps(spec);
+    crypto_random_id(s->id, JOB_ID_LEN);
+    crypto_sha256_hex(s->spec_text, strlen(s->spec_text), s->hash);
+    s->idem_key = dup_or_null(o->idempotency_key);
+    s->idem_hash = dup_or_null(o->idempotency_hash);
+    s->owner = xstrdup(o->owner ? o->owner : "");
+    s->request_id = xstrdup(o->request_id ? o->request_id : "");
+    struct spec_view v;
+    spec_view(spec, &v);
+    size_t nlabels = v.labels ? json_object_size(v.labels) : 0;
+    s->labels = xcalloc(nlabels ? nlabels : 1, sizeof(*s->labels));
+    const char *k;
+    json_t *val;
+    size_t i = 0;
+    json_object_foreach(v.labels, k, val)
+    {
+        s->labels[i].key = k;
+        s->labels[i++].value = json_string_value(val);
     }
-    res->deferred_ctx = NULL;
-    submission_free(s);
-}
-
-static void start_insert(struct request *req, struct response *res)
-{
-    struct submission *s = res->deferred_ctx;
-    store_job_insert_async(req->api->store, &s->jn, &s->out, inserted, s);
+    s->jn = (struct job_new){ .id = s->id,
+                              .name = v.name,
+                              .executor = v.executor,
+                              .spec = s->spec_text,
+                              .nranks = v.nranks,
+                              .priority = v.priority,
+                              .queue = v.queue,
+                              .owner = s->owner,
+                              .hold = v.suspend,
+                              .labels = s->labels,
+                              .nlabels = nlabels,
+                              .idempotency_key = s->idem_key,
+                              .body_hash = s->idem_hash ? s->idem_hash : s->hash,
+                              .request_id = s->request_id,
+                              .now = clock_now_ns() };
+    return s;
 }
 
 static const char *idempotency_key(struct request *req, struct response *res, bool *bad)
@@ -149,136 +201,169 @@ static const char *idempotency_key(struct request *req, struct response *res, bo
     return key;
 }
 
-static struct submission *submission_new(struct request *req, json_t *spec, const char *key)
+static void dry_run(struct request *req, struct response *res, const json_t *doc)
 {
-    struct submission *s = XNEW(struct submission);
-    s->req = req;
-    s->spec = spec;
-    s->spec_text = jsonx_dumps(spec);
-    crypto_random_id(s->id, JOB_ID_LEN);
-    crypto_sha256_hex(s->spec_text, strlen(s->spec_text), s->hash);
-    s->idem_key = key ? xstrdup(key) : NULL;
-    struct spec_view v;
-    spec_view(spec, &v);
-    size_t nlabels = v.labels ? json_object_size(v.labels) : 0;
-    s->labels = xcalloc(nlabels ? nlabels : 1, sizeof(*s->labels));
-    const char *k;
-    json_t *val;
-    size_t i = 0;
-    json_object_foreach(v.labels, k, val)
-    {
-        s->labels[i].key = k;
-        s->labels[i++].value = json_string_value(val);
-    }
-    s->jn = (struct job_new){ .id = s->id,
-                              .name = v.name,
-                              .executor = v.executor,
-                              .spec = s->spec_text,
-                              .nranks = v.nranks,
-                              .priority = v.priority,
-                              .queue = v.queue,
-                              .owner = req->who.name,
-                              .hold = v.suspend,
-                              .labels = s->labels,
-                              .nlabels = nlabels,
-                              .idempotency_key = s->idem_key,
-                              .body_hash = s->hash,
-                              .request_id = req->request_id,
-                              .now = clock_now_ns() };
-    return s;
-}
-
-static struct spec_options spec_options(struct api *api)
-{
-    return (struct spec_options){ .limits = &api->limits,
-                                  .default_executor = api->default_executor,
-                                  .local_enabled = api->local_enabled,
-                                  .kubernetes_enabled = api->kubernetes_enabled,
-                                  .local_slots = api->local_slots };
-}
-
-static void dry_run(struct request *req, struct response *res, json_t *spec)
-{
-    json_t *out = json_pack("{s:O}", "spec", spec);
-    if (req->api->hooks.dry_run) {
-        struct err err;
-        err_init(&err);
-        json_t *obj = req->api->hooks.dry_run(req->api->hooks.ctx, spec, "dry-run", &err);
-        if (!obj) {
-            problem_respond(req, res, &err);
-            err_release(&err);
-            json_decref(out);
-            return;
-        }
-        json_object_set_new(out, "object", obj);
-    }
-    response_json_new(res, 200, out);
-}
-
-/* A user's manifest goes past the API server's own checks (webhooks, schemas) before it is
- * recorded, so that a refused one is refused here, with the Kubernetes Status. */
-static bool manifest_accepted(struct request *req, struct response *res, json_t *spec)
-{
-    if (!req->api->hooks.dry_run)
-        return true;
     struct err err;
     err_init(&err);
-    json_t *obj = req->api->hooks.dry_run(req->api->hooks.ctx, spec, "dry-run", &err);
-    if (!obj && err.code != ERR_UPSTREAM && err.code != ERR_TIMEOUT && err.code != ERR_UNAVAILABLE)
+    struct spec_options opts = spec_options(req->api);
+    json_t *spec = spec_validate(doc, &opts, &err);
+    json_t *out = spec ? json_pack("{s:O}", "spec", spec) : NULL;
+    if (spec && req->api->hooks.dry_run) {
+        json_t *obj = req->api->hooks.dry_run(req->api->hooks.ctx, spec, "dry-run", &err);
+        if (obj)
+            json_object_set_new(out, "object", obj);
+    }
+    if (err_is_set(&err))
         problem_respond(req, res, &err);
-    bool ok = obj || !err_is_set(&err) || err.code == ERR_UPSTREAM || err.code == ERR_TIMEOUT ||
-              err.code == ERR_UNAVAILABLE; /* an unreachable cluster does not refuse the job */
-    json_decref(obj);
+    else
+        response_json_new(res, 200, json_incref(out));
+    json_decref(out);
+    json_decref(spec);
     err_release(&err);
-    return ok;
 }
 
-void jobs_create(struct request *req, struct response *res)
+/* A deferred HTTP submission: the outcome, kept from the writer thread for res->finish. */
+struct reply {
+    struct request *req;
+    struct submission *s;
+    int rc;
+    struct err err;
+    bool replayed;
+    char id[32];
+};
+
+/* Runs on the store writer thread: record, hand back to the HTTP layer. */
+static void http_done(void *ctx, struct submission *s, const struct jobs_submitted *r)
 {
-    bool bad_key;
+    (void)s;
+    struct reply *rp = ctx;
+    rp->rc = r->rc;
+    if (r->rc < 0 && r->err)
+        err_move(&rp->err, r->err);
+    rp->replayed = r->replayed;
+    snprintf(rp->id, sizeof(rp->id), "%s", r->id);
+    request_complete(rp->req);
+}
+
+/* Runs on an HTTP thread once the commit is done: the response body. */
+static void finish_insert(struct request *req, struct response *res)
+{
+    struct reply *rp = res->deferred_ctx;
+    if (rp->rc < 0) {
+        problem_respond(req, res, &rp->err);
+    } else if (rp->replayed) {
+        respond_job(req, res, 200, rp->id);
+    } else {
+        response_json_new(res, 201, jobs_submission_json(rp->s));
+        char location[64];
+        snprintf(location, sizeof(location), "/v1/jobs/%s", rp->id);
+        response_header(res, "Location", location);
+    }
+    res->deferred_ctx = NULL;
+    jobs_submission_free(rp->s);
+    err_release(&rp->err);
+    free(rp);
+}
+
+static void start_insert(struct request *req, struct response *res)
+{
+    (void)req;
+    struct reply *rp = res->deferred_ctx;
+    jobs_submission_start(rp->s, http_done, rp);
+}
+
+void jobs_submit_request(struct request *req, struct response *res, const json_t *doc)
+{
+    bool bad_key, is_dry = false;
     const char *key = idempotency_key(req, res, &bad_key);
     if (bad_key)
         return;
-    json_t *doc = request_body_doc(req, res);
-    if (!doc)
-        return;
-    struct err err;
-    err_init(&err);
-    bool manifest = manifest_detect(doc);
-    if (manifest) { /* a PyTorchJob/TrainJob to run as it is */
-        json_t *wrapped = manifest_to_spec(doc, &err);
-        json_decref(doc);
-        doc = wrapped;
-    }
-    struct spec_options opts = spec_options(req->api);
-    json_t *spec = doc ? spec_validate(doc, &opts, &err) : NULL;
-    json_decref(doc);
-    if (!spec) {
-        problem_respond(req, res, &err);
-        err_release(&err);
-        return;
-    }
     const char *dry = request_query(req, "dry_run");
-    bool is_dry = false;
     if (dry && parse_bool(dry, &is_dry) < 0) {
-        json_decref(spec);
         problem(req, res, ERR_INVALID, "dry_run must be true or false");
         return;
     }
     if (is_dry) {
-        dry_run(req, res, spec);
-        json_decref(spec);
+        dry_run(req, res, doc);
         return;
     }
-    if (manifest && !manifest_accepted(req, res, spec)) {
-        json_decref(spec);
+    struct jobs_submit_opts o = { .owner = req->who.name,
+                                  .idempotency_key = key,
+                                  .request_id = req->request_id };
+    struct err err;
+    err_init(&err);
+    struct submission *s = jobs_submission_new(req->api, doc, &o, &err);
+    if (!s) {
+        problem_respond(req, res, &err);
+        err_release(&err);
         return;
     }
-    struct submission *s = submission_new(req, spec, key);
-    s->res = res;
+    struct reply *rp = XNEW(struct reply);
+    rp->req = req;
+    rp->s = s;
+    err_init(&rp->err);
     res->deferred = start_insert;
     res->finish = finish_insert;
-    res->deferred_ctx = s;
+    res->deferred_ctx = rp;
+}
+
+/* A user's manifest goes past the API server's own checks (webhooks, schemas) before it is
+ * recorded, so that a refused one is refused here, with the Kubernetes Status. An unreachable
+ * cluster does not refuse it: the job then fails later with the reason, like any other. */
+static bool manifest_accepted(struct request *req, struct response *res, const json_t *doc)
+{
+    struct spec_options opts = spec_options(req->api);
+    json_t *spec = req->api->hooks.dry_run ? spec_validate(doc, &opts, NULL) : NULL;
+    if (!spec)
+        return true; /* no hook, or the submission reports the spec's problems */
+    struct err err;
+    err_init(&err);
+    json_t *obj = req->api->hooks.dry_run(req->api->hooks.ctx, spec, "dry-run", &err);
+    bool ok =
+        obj || err.code == ERR_UPSTREAM || err.code == ERR_TIMEOUT || err.code == ERR_UNAVAILABLE;
+    if (!ok)
+        problem_respond(req, res, &err);
+    json_decref(obj);
+    json_decref(spec);
+    err_release(&err);
+    return ok;
+}
+
+/* A PyTorchJob/TrainJob to run as it is: the job spec wrapping it (new reference), or NULL
+ * after answering. Unless this is a dry run, the API server checks it first; a bad ?dry_run is
+ * left to jobs_submit_request() to report. */
+static json_t *manifest_doc(struct request *req, struct response *res, const json_t *doc)
+{
+    struct err err;
+    err_init(&err);
+    json_t *wrapped = manifest_to_spec(doc, &err);
+    if (!wrapped)
+        problem_respond(req, res, &err);
+    err_release(&err);
+    const char *dry = request_query(req, "dry_run");
+    bool is_dry = false;
+    bool dry_ok = !dry || parse_bool(dry, &is_dry) == 0;
+    if (wrapped && dry_ok && !is_dry && !manifest_accepted(req, res, wrapped)) {
+        json_decref(wrapped);
+        return NULL;
+    }
+    return wrapped;
+}
+
+void jobs_create(struct request *req, struct response *res)
+{
+    json_t *doc = request_body_doc(req, res);
+    if (!doc)
+        return;
+    if (manifest_detect(doc)) {
+        json_t *wrapped = manifest_doc(req, res, doc);
+        json_decref(doc);
+        if (!wrapped)
+            return;
+        doc = wrapped;
+    }
+    jobs_submit_request(req, res, doc);
+    json_decref(doc);
 }
 
 /* Parses ?state=a,b into states; -1 with a 400 response when a name is unknown. */

@@ -39,6 +39,32 @@ const struct route routes[] = {
     { HTTP_GET, "/v1/tokens", SCOPE_ADMIN, "tokens_list", tokens_list },
     { HTTP_DELETE, "/v1/tokens/{id}", SCOPE_ADMIN, "tokens_revoke", tokens_revoke },
     { HTTP_GET, "/v1/audit", SCOPE_ADMIN, "audit_list", audit_list },
+    /* templates */
+    { HTTP_POST, "/v1/templates", SCOPE_ADMIN, "templates_create", templates_create },
+    { HTTP_GET, "/v1/templates", SCOPE_READ, "templates_list", templates_list },
+    { HTTP_GET, "/v1/templates/{name}", SCOPE_READ, "templates_get", templates_get },
+    { HTTP_PUT, "/v1/templates/{name}", SCOPE_ADMIN, "templates_update", templates_update },
+    { HTTP_DELETE, "/v1/templates/{name}", SCOPE_ADMIN, "templates_delete", templates_delete },
+    { HTTP_POST, "/v1/templates/{name}/jobs", SCOPE_SUBMIT, "templates_jobs_create",
+      templates_jobs_create },
+    /* triggers */
+    { HTTP_POST, "/v1/triggers", SCOPE_ADMIN, "triggers_create", triggers_create },
+    { HTTP_GET, "/v1/triggers", SCOPE_ADMIN, "triggers_list", triggers_list },
+    { HTTP_GET, "/v1/triggers/{id}", SCOPE_ADMIN, "triggers_get", triggers_get },
+    { HTTP_PUT, "/v1/triggers/{id}", SCOPE_ADMIN, "triggers_update", triggers_update },
+    { HTTP_DELETE, "/v1/triggers/{id}", SCOPE_ADMIN, "triggers_delete", triggers_delete },
+    { HTTP_GET, "/v1/triggers/{id}/deliveries", SCOPE_ADMIN, "triggers_deliveries",
+      triggers_deliveries },
+    { HTTP_POST, "/v1/hooks/s3/{trigger}", SCOPE_HOOK, "hooks_s3", hooks_s3 },
+    /* webhooks */
+    { HTTP_POST, "/v1/webhooks", SCOPE_ADMIN, "webhooks_create", webhooks_create },
+    { HTTP_GET, "/v1/webhooks", SCOPE_ADMIN, "webhooks_list", webhooks_list },
+    { HTTP_GET, "/v1/webhooks/{id}", SCOPE_ADMIN, "webhooks_get", webhooks_get },
+    { HTTP_PUT, "/v1/webhooks/{id}", SCOPE_ADMIN, "webhooks_update", webhooks_update },
+    { HTTP_DELETE, "/v1/webhooks/{id}", SCOPE_ADMIN, "webhooks_delete", webhooks_delete },
+    { HTTP_POST, "/v1/webhooks/{id}/test", SCOPE_ADMIN, "webhooks_test", webhooks_test },
+    { HTTP_GET, "/v1/webhooks/{id}/deliveries", SCOPE_ADMIN, "webhooks_deliveries",
+      webhooks_deliveries },
 };
 
 const size_t routes_count = sizeof(routes) / sizeof(routes[0]);

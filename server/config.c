@@ -80,6 +80,25 @@ static const struct option_def options[] = {
         "log follows open per client"),
     OPT("rate", O_INT, limits.rate_per_second, "0", "requests per second per token (0: no limit)"),
     OPT("rate-burst", O_INT, limits.rate_burst, "0", "burst allowed above --rate"),
+    OPT("hook-max-body", O_BYTES, hook_max_body, "1Mi",
+        "largest S3 hook delivery (bigger ones are rejected and logged; at most --max-body)"),
+    OPT("trigger-submit-paused", O_BOOL, trigger_submit_paused, "off",
+        "keep jobs from S3 hook deliveries pending (submitted once this is off again)"),
+    OPT("sns-cert-ca", O_STRING, sns_cert_ca, "",
+        "PEM CAs that SNS signing certificates must chain to (default: not checked)"),
+    OPT("test-sns-cert-host", O_STRING, test_sns_cert_host, "",
+        "TESTS ONLY: accept SNS certificate and SubscribeURL host:port instead of "
+        "sns.*.amazonaws.com"),
+    OPT("test-sns-ca-file", O_STRING, test_sns_ca_file, "",
+        "TESTS ONLY: CA to trust when fetching from --test-sns-cert-host"),
+    OPT("webhook-workers", O_INT, webhook_workers, "4", "webhook messages sent at once at most"),
+    OPT("webhook-timeout", O_DURATION, webhook_timeout_ns, "10s",
+        "a webhook receiver must answer within this"),
+    OPT("webhook-retry-base", O_DURATION, webhook_retry_base_ns, "5s",
+        "delay after a failed webhook attempt (doubles each time)"),
+    OPT("webhook-retry-max", O_DURATION, webhook_retry_max_ns, "1h",
+        "longest delay between attempts"),
+    OPT("webhook-attempts", O_INT, webhook_attempts, "12", "attempts per webhook message at most"),
 };
 
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))

@@ -44,6 +44,16 @@ struct config {
     int kube_log_streams;
     int64_t stall_floor_ns;
     char *prometheus_url;
+    int64_t hook_max_body;
+    bool trigger_submit_paused;
+    char *sns_cert_ca;
+    char *test_sns_cert_host; /* TESTS ONLY */
+    char *test_sns_ca_file;   /* TESTS ONLY */
+    int webhook_workers;
+    int64_t webhook_timeout_ns;
+    int64_t webhook_retry_base_ns;
+    int64_t webhook_retry_max_ns;
+    int webhook_attempts;
     struct api_limits limits;
 };
 

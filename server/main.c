@@ -4,6 +4,7 @@
  * reverse. Other subcommands: token (manage API tokens in the server's database), shim (the
  * local executor's rank supervisor, not for people), version, and the CLI client (cli.c).
  */
+#include <curl/curl.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <sys/stat.h>
@@ -23,8 +24,11 @@
 #include "server/http.h"
 #include "server/kube/kube.h"
 #include "server/local.h"
+#include "server/notifier.h"
 #include "server/shim.h"
 #include "server/signals.h"
+#include "server/trigger/sns.h"
+#include "server/triggerloop.h"
 #include "store/jobs.h"
 #include "store/tokens.h"
 #include "server/token_cmd.h"
@@ -38,6 +42,9 @@ struct daemon {
     size_t nexec;
     struct executor *kube; /* also in executors[], when enabled */
     struct controller *controller;
+    struct sns_verifier *sns;
+    struct triggerloop *triggers;
+    struct notifier *notifier;
     struct api api;
     struct http *http;
     char url[128];
@@ -58,6 +65,27 @@ static void hook_job_changed(void *ctx, int64_t pk)
 {
     struct daemon *d = ctx;
     controller_wake(d->controller, pk);
+    notifier_job(d->notifier, pk);
+}
+
+/* Called on the controller thread after each committed state change: only marks the job. */
+static void hook_job_state(void *ctx, int64_t pk, enum job_state state)
+{
+    (void)state;
+    struct daemon *d = ctx;
+    notifier_job(d->notifier, pk);
+}
+
+static void hook_triggers_pending(void *ctx)
+{
+    struct daemon *d = ctx;
+    triggerloop_wake(d->triggers);
+}
+
+static void hook_webhooks_pending(void *ctx)
+{
+    struct daemon *d = ctx;
+    notifier_wake(d->notifier);
 }
 
 static void hook_job_deleted(void *ctx, const char *job_id)
@@ -124,6 +152,8 @@ static void hook_metrics(void *ctx, struct buf *out)
     struct daemon *d = ctx;
     controller_metrics(d->controller, out);
     collect_metrics(d->collect, out);
+    triggerloop_metrics(d->triggers, out);
+    notifier_metrics(d->notifier, out);
     for (size_t i = 0; i < d->nexec; i++)
         if (d->executors[i]->metrics)
             d->executors[i]->metrics(d->executors[i], out);
@@ -207,6 +237,40 @@ static int open_store(struct daemon *d, struct err *err)
     return d->store ? 0 : -1;
 }
 
+/* S3 triggers and webhooks: made before anything can call them, started once HTTP is up. */
+static void open_triggers(struct daemon *d)
+{
+    const struct config *c = &d->cfg;
+    struct sns_policy policy = { .cert_ca_file = *c->sns_cert_ca ? c->sns_cert_ca : NULL };
+    if (*c->test_sns_cert_host) {
+        policy.test_host = c->test_sns_cert_host;
+        policy.test_ca_file = *c->test_sns_ca_file ? c->test_sns_ca_file : NULL;
+        log_warn("TEST MODE: SNS certificates and SubscribeURLs accepted from %s",
+                 c->test_sns_cert_host);
+    }
+    d->sns = sns_verifier_new(&policy, NULL);
+    struct triggerloop_options to = { .paused = c->trigger_submit_paused,
+                                      .ca_file = policy.test_ca_file };
+    d->triggers = triggerloop_new(d->store, &d->api, &to);
+    struct notifier_options no = {
+        .workers = c->webhook_workers,
+        .timeout_ms = (long)(c->webhook_timeout_ns / NS_PER_MS),
+        .retry = { .base_ms = c->webhook_retry_base_ns / NS_PER_MS,
+                   .max_ms = c->webhook_retry_max_ns / NS_PER_MS,
+                   .max_attempts = c->webhook_attempts },
+    };
+    d->notifier = notifier_new(d->store, &no);
+}
+
+static int start_triggers(struct daemon *d, struct err *err)
+{
+    if (d->cfg.trigger_submit_paused)
+        log_warn("jobs from S3 hook deliveries are held (--trigger-submit-paused)");
+    if (triggerloop_start(d->triggers, err) < 0)
+        return -1;
+    return notifier_start(d->notifier, d->api.public_url, err);
+}
+
 static int start_executors(struct daemon *d, struct err *err)
 {
     struct collect_options co = { .max_bytes = d->cfg.log_max_bytes,
@@ -238,7 +302,8 @@ static int start_executors(struct daemon *d, struct err *err)
         log_info("kubernetes executor: %s", kube_describe(d->kube));
     }
     struct controller_options opts = { .stop_grace_ns = d->cfg.stop_grace_ns };
-    d->controller = controller_new(d->store, d->executors, d->nexec, &opts, NULL);
+    struct controller_hooks hooks = { .ctx = d, .job_state = hook_job_state };
+    d->controller = controller_new(d->store, d->executors, d->nexec, &opts, &hooks);
     return 0;
 }
 
@@ -259,7 +324,11 @@ static void setup_api(struct daemon *d)
                                    .job_deleted = hook_job_deleted,
                                    .dry_run = hook_dry_run,
                                    .nodes = hook_nodes,
-                                   .metrics = hook_metrics };
+                                   .metrics = hook_metrics,
+                                   .triggers_pending = hook_triggers_pending,
+                                   .webhooks_pending = hook_webhooks_pending };
+    a->sns = d->sns;
+    a->hook_max_body = (size_t)d->cfg.hook_max_body;
     ratelimit_init(a);
     rendezvous_init(a);
 }
@@ -319,8 +388,11 @@ static void teardown(struct daemon *d)
 {
     rendezvous_release(&d->api);
     http_stop(d->http);
+    triggerloop_free(d->triggers);
     kube_stop(d->kube); /* it reports to the controller and feeds the log pipeline */
     controller_free(d->controller);
+    notifier_free(d->notifier);
+    sns_verifier_free(d->sns);
     collect_free(d->collect);
     for (size_t i = 0; i < d->nexec; i++)
         d->executors[i]->free(d->executors[i]);
@@ -348,7 +420,7 @@ static int cmd_serve(int argc, char **argv)
     int sigfd = rc == 0 && check_listener(&d.cfg, &err) == 0 ? signals_open(&err) : -1;
     d.notify = notify_new();
     if (sigfd < 0 || open_store(&d, &err) < 0 || bootstrap_admin(&d, &err) < 0 ||
-        start_executors(&d, &err) < 0) {
+        (open_triggers(&d), start_executors(&d, &err)) < 0) {
         fprintf(stderr, "trainyard: %s\n", err.msg);
         teardown(&d);
         err_release(&err);
@@ -358,7 +430,7 @@ static int cmd_serve(int argc, char **argv)
     int started = collect_start(d.collect, &err) == 0 && controller_start(d.controller, &err) == 0;
     if (started)
         collect_adopted(d.collect); /* running jobs have their log sources again */
-    if (!started || start_http(&d, &err) < 0) {
+    if (!started || start_http(&d, &err) < 0 || start_triggers(&d, &err) < 0) {
         fprintf(stderr, "trainyard: %s\n", err.msg);
         teardown(&d);
         err_release(&err);
@@ -377,8 +449,12 @@ int main(int argc, char **argv)
     if (argc < 2)
         return usage(stderr);
     const char *cmd = argv[1];
-    if (strcmp(cmd, "serve") == 0)
-        return cmd_serve(argc - 1, argv + 1);
+    if (strcmp(cmd, "serve") == 0) {
+        curl_global_init(CURL_GLOBAL_DEFAULT);
+        int rc = cmd_serve(argc - 1, argv + 1);
+        curl_global_cleanup();
+        return rc;
+    }
     if (strcmp(cmd, "shim") == 0)
         return shim_main(argc - 1, argv + 1);
     if (strcmp(cmd, "token") == 0)

@@ -151,7 +151,126 @@ static const char *const migrations[] = {
     "  world_size INTEGER NOT NULL,"
     "  at INTEGER NOT NULL,"
     "  PRIMARY KEY (job_pk, attempt, barrier, rank)) WITHOUT ROWID;",
-    /* 3: events that come from outside (Kubernetes Events) carry their identity, so that
+    /* 3: job templates, S3 triggers (deliveries, dedupe, SNS subscriptions), outbound webhooks
+     * (outbox, attempts, per-job cursor) */
+    "CREATE TABLE templates ("
+    "  pk INTEGER PRIMARY KEY,"
+    "  name TEXT NOT NULL UNIQUE,"
+    "  description TEXT NOT NULL DEFAULT '',"
+    "  spec TEXT NOT NULL," /* the job spec with ${VARIABLES}, JSON */
+    "  created_by TEXT NOT NULL DEFAULT '',"
+    "  created_at INTEGER NOT NULL,"
+    "  updated_at INTEGER NOT NULL);"
+    "CREATE TABLE triggers ("
+    "  pk INTEGER PRIMARY KEY,"
+    "  id TEXT NOT NULL UNIQUE," /* trg_...: the hook URL's last segment */
+    "  name TEXT NOT NULL UNIQUE,"
+    "  template_pk INTEGER NOT NULL REFERENCES templates(pk)," /* a used template is not deleted */
+    "  template_values TEXT NOT NULL DEFAULT '{}',"
+    "  rule TEXT NOT NULL DEFAULT '{}'," /* JSON: bucket, prefix, suffix, events, min_size */
+    "  sender TEXT NOT NULL DEFAULT 'auto',"
+    "  auth TEXT NOT NULL DEFAULT '{}',"    /* JSON without secrets: mode, header, topic_arns */
+    "  secrets TEXT NOT NULL DEFAULT '[]'," /* JSON: sha256 digests, or whsec_ for hmac */
+    "  enabled INTEGER NOT NULL DEFAULT 1,"
+    "  created_by TEXT NOT NULL DEFAULT '',"
+    "  created_at INTEGER NOT NULL,"
+    "  updated_at INTEGER NOT NULL);"
+    "CREATE TABLE trigger_deliveries ("
+    "  pk INTEGER PRIMARY KEY,"
+    "  trigger_pk INTEGER NOT NULL REFERENCES triggers(pk) ON DELETE CASCADE,"
+    "  received_at INTEGER NOT NULL,"
+    "  sender TEXT NOT NULL,"
+    "  delivery_id TEXT NOT NULL DEFAULT ''," /* SNS MessageId, EventBridge id, webhook-id */
+    "  outcome TEXT NOT NULL,"                /* accepted ignored duplicate subscribe unsubscribed
+                                                 rejected retry */
+    "  status INTEGER NOT NULL,"
+    "  verified INTEGER NOT NULL,"
+    "  summary TEXT NOT NULL DEFAULT '',"
+    "  error TEXT NOT NULL DEFAULT '',"
+    "  events TEXT NOT NULL DEFAULT '[]'," /* JSON: each event, matched or why not */
+    "  request_id TEXT NOT NULL DEFAULT '');"
+    "CREATE INDEX trigger_deliveries_by_trigger ON trigger_deliveries(trigger_pk, pk);"
+    "CREATE INDEX trigger_deliveries_by_time ON trigger_deliveries(received_at);"
+    /* One row per object version per trigger: the dedupe, and the durable pending submission. */
+    "CREATE TABLE trigger_objects ("
+    "  pk INTEGER PRIMARY KEY,"
+    "  trigger_pk INTEGER NOT NULL REFERENCES triggers(pk) ON DELETE CASCADE,"
+    "  dedupe_key TEXT NOT NULL,"
+    "  delivery_pk INTEGER NOT NULL," /* the first delivery (kept when deliveries are pruned) */
+    "  event TEXT NOT NULL,"          /* the normalised upload event, JSON */
+    "  state TEXT NOT NULL DEFAULT 'pending'," /* pending | submitted | failed */
+    "  job_id TEXT NOT NULL DEFAULT '',"
+    "  error TEXT NOT NULL DEFAULT '',"
+    "  attempts INTEGER NOT NULL DEFAULT 0,"
+    "  next_at INTEGER NOT NULL DEFAULT 0,"
+    "  created_at INTEGER NOT NULL,"
+    "  submitted_at INTEGER NOT NULL DEFAULT 0,"
+    "  UNIQUE (trigger_pk, dedupe_key));"
+    "CREATE INDEX trigger_objects_pending ON trigger_objects(next_at, pk) WHERE state = 'pending';"
+    "CREATE INDEX trigger_objects_by_delivery ON trigger_objects(delivery_pk);"
+    "CREATE TABLE trigger_seen ("
+    "  trigger_pk INTEGER NOT NULL REFERENCES triggers(pk) ON DELETE CASCADE,"
+    "  delivery_id TEXT NOT NULL,"
+    "  first_seen INTEGER NOT NULL,"
+    "  PRIMARY KEY (trigger_pk, delivery_id)) WITHOUT ROWID;"
+    "CREATE INDEX trigger_seen_by_time ON trigger_seen(first_seen);"
+    "CREATE TABLE trigger_sns ("
+    "  trigger_pk INTEGER NOT NULL REFERENCES triggers(pk) ON DELETE CASCADE,"
+    "  topic_arn TEXT NOT NULL,"
+    "  state TEXT NOT NULL," /* pending | confirmed | failed | unsubscribed */
+    "  subscribe_url TEXT NOT NULL DEFAULT '',"
+    "  subscription_arn TEXT NOT NULL DEFAULT '',"
+    "  error TEXT NOT NULL DEFAULT '',"
+    "  attempts INTEGER NOT NULL DEFAULT 0,"
+    "  next_at INTEGER NOT NULL DEFAULT 0,"
+    "  updated_at INTEGER NOT NULL,"
+    "  confirmed_at INTEGER NOT NULL DEFAULT 0,"
+    "  PRIMARY KEY (trigger_pk, topic_arn)) WITHOUT ROWID;"
+    "CREATE TABLE webhooks ("
+    "  pk INTEGER PRIMARY KEY,"
+    "  id TEXT NOT NULL UNIQUE," /* whk_... */
+    "  name TEXT NOT NULL DEFAULT '',"
+    "  url TEXT NOT NULL,"
+    "  events TEXT NOT NULL,"                    /* JSON array of event names */
+    "  secret TEXT NOT NULL,"                    /* whsec_...: needed to sign, so kept as is */
+    "  format TEXT NOT NULL DEFAULT 'standard'," /* standard | slack */
+    "  enabled INTEGER NOT NULL DEFAULT 1,"
+    "  disabled_reason TEXT NOT NULL DEFAULT '',"
+    "  created_by TEXT NOT NULL DEFAULT '',"
+    "  created_at INTEGER NOT NULL,"
+    "  updated_at INTEGER NOT NULL);"
+    /* The outbox: every message to send, written before anything is sent. */
+    "CREATE TABLE webhook_outbox ("
+    "  pk INTEGER PRIMARY KEY,"
+    "  webhook_pk INTEGER NOT NULL REFERENCES webhooks(pk) ON DELETE CASCADE,"
+    "  msg_id TEXT NOT NULL UNIQUE," /* webhook-id, the same on every attempt */
+    "  event TEXT NOT NULL,"
+    "  job_id TEXT NOT NULL DEFAULT ''," /* messages of one job go out in pk order */
+    "  body TEXT NOT NULL,"
+    "  state TEXT NOT NULL DEFAULT 'pending'," /* pending | delivered | failed */
+    "  attempts INTEGER NOT NULL DEFAULT 0,"
+    "  next_at INTEGER NOT NULL,"
+    "  last_status INTEGER NOT NULL DEFAULT 0,"
+    "  last_error TEXT NOT NULL DEFAULT '',"
+    "  created_at INTEGER NOT NULL,"
+    "  finished_at INTEGER NOT NULL DEFAULT 0);"
+    "CREATE INDEX webhook_outbox_pending ON webhook_outbox(webhook_pk, job_id, pk)"
+    "  WHERE state = 'pending';"
+    "CREATE INDEX webhook_outbox_due ON webhook_outbox(next_at) WHERE state = 'pending';"
+    "CREATE INDEX webhook_outbox_by_webhook ON webhook_outbox(webhook_pk, pk);"
+    "CREATE TABLE webhook_attempts ("
+    "  outbox_pk INTEGER NOT NULL REFERENCES webhook_outbox(pk) ON DELETE CASCADE,"
+    "  attempt INTEGER NOT NULL,"
+    "  time INTEGER NOT NULL,"
+    "  status INTEGER NOT NULL," /* 0: no response */
+    "  error TEXT NOT NULL DEFAULT '',"
+    "  duration_ms INTEGER NOT NULL,"
+    "  PRIMARY KEY (outbox_pk, attempt)) WITHOUT ROWID;"
+    /* The last job event turned into messages, per job: events after it are still to send. */
+    "CREATE TABLE webhook_cursors ("
+    "  job_pk INTEGER PRIMARY KEY REFERENCES jobs(pk) ON DELETE CASCADE,"
+    "  seq INTEGER NOT NULL);",
+    /* 4: events that come from outside (Kubernetes Events) carry their identity, so that
      * seeing one again after a re-list or a daemon restart does not add it twice */
     "ALTER TABLE events ADD COLUMN ext_id TEXT;"
     "CREATE UNIQUE INDEX events_by_ext_id ON events(job_pk, ext_id) WHERE ext_id IS NOT NULL;",

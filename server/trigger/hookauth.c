@@ -36,6 +36,67 @@ static bool token_char(char c)
            strchr("!#$%&'*+-.^_`|~", c);
 }
 
+static bool same(const char *a, size_t alen, const char *b, size_t blen)
+{
+    unsigned char da[SHA256_LEN], db[SHA256_LEN];
+    crypto_sha256(a, alen, da);
+    crypto_sha256(b, blen, db);
+    return crypto_equal(da, db, SHA256_LEN);
+}
+
+#define DIGEST_WHOLE "sha256:"
+#define DIGEST_TOKEN "sha256-token:"
+
+/* The hex part of a digest-form secret, or NULL for a plain one; *token says which kind. */
+static const char *digest_hex(const char *s, bool *token)
+{
+    *token = strncmp(s, DIGEST_TOKEN, strlen(DIGEST_TOKEN)) == 0;
+    if (*token)
+        return s + strlen(DIGEST_TOKEN);
+    return strncmp(s, DIGEST_WHOLE, strlen(DIGEST_WHOLE)) == 0 ? s + strlen(DIGEST_WHOLE) : NULL;
+}
+
+static bool valid_hex64(const char *h)
+{
+    size_t n = strspn(h, "0123456789abcdef");
+    return n == 2 * SHA256_LEN && h[n] == '\0';
+}
+
+/* got against one configured secret, plain or digest, in constant time. */
+static bool matches(const char *secret, const char *got, size_t len)
+{
+    bool token;
+    const char *hex = digest_hex(secret, &token);
+    if (!hex)
+        return same(got, len, secret, strlen(secret));
+    unsigned char want[SHA256_LEN] = { 0 }, have[SHA256_LEN];
+    for (size_t i = 0; i < SHA256_LEN && valid_hex64(hex); i++) {
+        unsigned v;
+        sscanf(hex + 2 * i, "%2x", &v);
+        want[i] = (unsigned char)v;
+    }
+    crypto_sha256(got, len, have);
+    return crypto_equal(want, have, SHA256_LEN);
+}
+
+static bool hashable(enum hookauth_mode mode)
+{
+    return mode == HOOKAUTH_BEARER || mode == HOOKAUTH_HEADER || mode == HOOKAUTH_BASIC;
+}
+
+char *hookauth_hash(enum hookauth_mode mode, const char *secret)
+{
+    if (!hashable(mode))
+        return NULL;
+    bool token;
+    if (digest_hex(secret, &token))
+        return xstrdup(secret);
+    char hex[SHA256_HEX_LEN];
+    crypto_sha256_hex(secret, strlen(secret), hex);
+    bool one_word = mode == HOOKAUTH_BEARER && !strchr(secret, ' ');
+    return xasprintf("%s%s", one_word ? DIGEST_TOKEN : DIGEST_WHOLE, hex);
+}
+
 int hookauth_validate(const struct hookauth *a, struct err *err)
 {
     struct buf key = BUF_INIT;
@@ -48,7 +109,14 @@ int hookauth_validate(const struct hookauth *a, struct err *err)
         const char *s = a->secrets[i];
         struct err e;
         err_init(&e);
-        if (!s || strlen(s) < 8)
+        bool token;
+        const char *hex = s ? digest_hex(s, &token) : NULL;
+        if (hex) {
+            if (!valid_hex64(hex) || !hashable(a->mode))
+                err_field(err, ptr,
+                          "a digest secret is sha256:<64 hex digits>, for bearer, "
+                          "header or basic only");
+        } else if (!s || strlen(s) < 8)
             err_field(err, ptr, "a secret needs at least 8 characters");
         else if (a->mode == HOOKAUTH_BASIC && !strchr(s, ':'))
             err_field(err, ptr, "basic credentials are written user:password");
@@ -68,20 +136,12 @@ int hookauth_validate(const struct hookauth *a, struct err *err)
     return err_is_set(err) ? -1 : 0;
 }
 
-static bool same(const char *a, size_t alen, const char *b, size_t blen)
-{
-    unsigned char da[SHA256_LEN], db[SHA256_LEN];
-    crypto_sha256(a, alen, da);
-    crypto_sha256(b, blen, db);
-    return crypto_equal(da, db, SHA256_LEN);
-}
-
 /* True when got equals any secret; all secrets are compared. */
 static bool any_secret(const struct hookauth *a, const char *got, size_t len)
 {
     bool ok = false;
     for (size_t i = 0; i < a->nsecrets; i++)
-        ok |= same(got, len, a->secrets[i], strlen(a->secrets[i]));
+        ok |= matches(a->secrets[i], got, len);
     return ok;
 }
 
@@ -93,11 +153,11 @@ static int check_bearer(const struct hookauth *a, const char *auth, struct err *
         return err_set(err, ERR_UNAUTHORIZED, "missing Authorization header");
     for (size_t i = 0; i < a->nsecrets; i++) {
         const char *s = a->secrets[i];
-        if (strchr(s, ' ')) {
-            ok |= same(auth, strlen(auth), s, strlen(s));
-        } else if (strncasecmp(auth, "Bearer ", 7) == 0) {
-            ok |= same(auth + 7, strlen(auth + 7), s, strlen(s));
-        }
+        bool token, whole = digest_hex(s, &token) ? !token : strchr(s, ' ') != NULL;
+        if (whole)
+            ok |= matches(s, auth, strlen(auth));
+        else if (strncasecmp(auth, "Bearer ", 7) == 0)
+            ok |= matches(s, auth + 7, strlen(auth + 7));
     }
     return ok ? 0 : err_set(err, ERR_UNAUTHORIZED, "Authorization does not match the token");
 }

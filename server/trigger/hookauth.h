@@ -36,7 +36,7 @@ struct hookauth {
     enum hookauth_mode mode;
     const char *header;         /* header mode: the header's name, e.g. "x-api-key" */
     const char *const *secrets; /* bearer: tokens; header: values; basic: "user:password";
-                                   hmac: "whsec_<base64>" */
+                                   hmac: "whsec_<base64>"; or hookauth_hash() digests */
     size_t nsecrets;
     int64_t tolerance_s;           /* hmac: timestamp window either side; 0: 300 */
     const char *const *topic_arns; /* sns: TopicArns accepted; none: any topic */
@@ -46,6 +46,13 @@ struct hookauth {
 /* Checks a configuration when it is saved: secrets present and well-formed for the mode.
  * ERR_VALIDATION with a field per problem ("/auth/secrets/0"). */
 int hookauth_validate(const struct hookauth *a, struct err *err);
+
+/* Secrets at rest: bearer, header and basic secrets may be configured as digests instead of
+ * plain text, so that a stored configuration cannot be replayed. hookauth_hash() returns the
+ * digest form of a secret for mode ("sha256:<hex>", or "sha256-token:<hex>" for a one-word
+ * bearer token, which is compared with what follows "Bearer "); caller frees. NULL for modes
+ * that need the secret itself (hmac signs with it). Plain and digest forms may be mixed. */
+char *hookauth_hash(enum hookauth_mode mode, const char *secret);
 
 /* Authenticates req. hmac, bearer, header and basic need only the raw request; sns needs the
  * parsed envelope (h->sns, from hook_parse) and a verifier. now_ns is the wall clock.

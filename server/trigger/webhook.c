@@ -138,6 +138,14 @@ json_t *webhook_payload_slack(enum webhook_event e, const struct webhook_job *jo
     return root;
 }
 
+char *webhook_body(enum webhook_event e, const struct webhook_job *job, bool slack, int64_t now_ns)
+{
+    json_t *p = slack ? webhook_payload_slack(e, job) : webhook_payload(e, job, now_ns);
+    char *text = jsonx_dumps(p);
+    json_decref(p);
+    return text;
+}
+
 void webhook_new_id(char out[WEBHOOK_ID_LEN])
 {
     memcpy(out, "msg_", 4);

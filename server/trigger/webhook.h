@@ -53,6 +53,9 @@ struct webhook_job {
 json_t *webhook_payload(enum webhook_event e, const struct webhook_job *job, int64_t now_ns);
 /* {"text": ..., "blocks": [...]} for a Slack incoming webhook (mrkdwn-escaped). */
 json_t *webhook_payload_slack(enum webhook_event e, const struct webhook_job *job);
+/* The request body for a webhook: webhook_payload(), or webhook_payload_slack() when slack,
+ * as compact JSON text; caller frees. */
+char *webhook_body(enum webhook_event e, const struct webhook_job *job, bool slack, int64_t now_ns);
 
 #define WEBHOOK_ID_LEN 29 /* "msg_" + 24 characters + NUL */
 /* A fresh message id; keep it for every retry of the same message. */

@@ -52,7 +52,7 @@ check_eq "whole words only" 0 "$(api GET "/v1/jobs/$id2/logs/search?q=ncc" | jq 
 check_eq "search needs q" 400 "$(status GET "/v1/jobs/$id2/logs/search")"
 
 # Messy output: a tqdm bar, a 1 MiB line, invalid UTF-8 and NUL, ANSI colours.
-MESSY='for i in $(seq 0 100); do printf "\r%3d%%|bar| %d/100" $i $i; done; printf "\n";
+MESSY='for i in $(seq 0 100); do printf "\r%3d%%|bar| %d/100" $i $i; sleep 0.015; done; printf "\n";
 head -c 1048576 /dev/zero | tr "\0" x; echo;
 printf "bad \377 byte and nul \000 here\n"; printf "\033[31mred\033[0m\n"'
 id3=$(submit "{\"name\":\"messy\",\"command\":[\"sh\",\"-c\",$(jq -Rn --arg s "$MESSY" '$s')]}" | jq -r .id)

@@ -83,9 +83,11 @@ static int call(struct api *api, const struct route *r, const char *path, const 
     current_auth = auth;
     api_handle(&req, &res);
     int status = res.deferred ? 202 : res.status;
-    /* A handler may refuse too (a submit token cancelling someone else's job): only the
-     * refusals of authentication and scope count here. */
-    if (status == 403 && !strstr(buf_cstr(&res.body), "scope") &&
+    /* A handler may refuse too (a submit token cancelling someone else's job; a hook, whose
+     * trigger authenticates its sender itself): only the refusals of authentication and scope
+     * count here. */
+    bool own_auth = r->scope == SCOPE_HOOK && status == 401;
+    if ((status == 403 || own_auth) && !strstr(buf_cstr(&res.body), "scope") &&
         !strstr(buf_cstr(&res.body), "worker token"))
         status = 200;
     if (res.stream)

@@ -6,6 +6,7 @@
 #include "tests/unit/test_trigger.h"
 
 #include "server/core/clock.h"
+#include "server/core/xalloc.h"
 #include "server/trigger/hookauth.h"
 #include "server/trigger/stdwebhook.h"
 #include "server/trigger/trigger.h"
@@ -260,10 +261,72 @@ static void test_statuses(void)
     CHECK_INT(trigger_status(HOOK_SENDER_EVENTBRIDGE, TRIGGER_RETRY, ERR_UPSTREAM), 503);
 }
 
+/* Digest-form secrets (what the daemon stores) accept exactly what the plain ones accept. */
+static void test_hashed(void)
+{
+    char *one = hookauth_hash(HOOKAUTH_BEARER, "s3cr3t-token-1");
+    char *two = hookauth_hash(HOOKAUTH_BEARER, "Token abcdefgh");
+    CHECK(strncmp(one, "sha256-token:", 13) == 0);
+    CHECK(strncmp(two, "sha256:", 7) == 0);
+    CHECK(hookauth_hash(HOOKAUTH_HMAC, "whsec_abc") == NULL);
+    const char *tokens[] = { one, two };
+    struct hookauth bearer = { .mode = HOOKAUTH_BEARER, .secrets = tokens, .nsecrets = 2 };
+    struct fake_headers h1 = { { "Authorization", "Bearer s3cr3t-token-1", NULL } };
+    CHECK_INT(auth(&bearer, &h1, "{}", 0), ERR_NONE);
+    h1.kv[1] = "Token abcdefgh";
+    CHECK_INT(auth(&bearer, &h1, "{}", 0), ERR_NONE);
+    h1.kv[1] = "Bearer Token abcdefgh";
+    CHECK_INT(auth(&bearer, &h1, "{}", 0), ERR_UNAUTHORIZED);
+    h1.kv[1] = "s3cr3t-token-1";
+    CHECK_INT(auth(&bearer, &h1, "{}", 0), ERR_UNAUTHORIZED);
+    h1.kv[1] = "Bearer s3cr3t-token-2";
+    CHECK_INT(auth(&bearer, &h1, "{}", 0), ERR_UNAUTHORIZED);
+    /* The digest itself is not a credential. */
+    char *stolen = xasprintf("Bearer %s", one);
+    h1.kv[1] = stolen;
+    CHECK_INT(auth(&bearer, &h1, "{}", 0), ERR_UNAUTHORIZED);
+    free(stolen);
+
+    char *cred = hookauth_hash(HOOKAUTH_BASIC, "aladdin:opensesame");
+    const char *creds[] = { cred };
+    struct hookauth basic = { .mode = HOOKAUTH_BASIC, .secrets = creds, .nsecrets = 1 };
+    struct fake_headers h3 = { { "Authorization", "Basic YWxhZGRpbjpvcGVuc2VzYW1l", NULL } };
+    CHECK_INT(auth(&basic, &h3, "{}", 0), ERR_NONE);
+    h3.kv[1] = "Basic YWxhZGRpbjpvcGVuc2VzYW1m";
+    CHECK_INT(auth(&basic, &h3, "{}", 0), ERR_UNAUTHORIZED);
+
+    char *key = hookauth_hash(HOOKAUTH_HEADER, "k-0123456789");
+    const char *keys[] = { key };
+    struct hookauth header = {
+        .mode = HOOKAUTH_HEADER, .header = "x-api-key", .secrets = keys, .nsecrets = 1
+    };
+    struct fake_headers h2 = { { "X-Api-Key", "k-0123456789", NULL } };
+    CHECK_INT(auth(&header, &h2, "{}", 0), ERR_NONE);
+    h2.kv[1] = "k-012345678";
+    CHECK_INT(auth(&header, &h2, "{}", 0), ERR_UNAUTHORIZED);
+
+    struct err err;
+    err_init(&err);
+    CHECK_INT(hookauth_validate(&bearer, &err), 0);
+    const char *bad[] = { "sha256:abc", one };
+    struct hookauth hmac = { .mode = HOOKAUTH_HMAC, .secrets = bad + 1, .nsecrets = 1 };
+    CHECK_INT(hookauth_validate(&hmac, &err), -1); /* hmac needs the secret itself */
+    err_release(&err);
+    bearer.secrets = bad;
+    CHECK_INT(hookauth_validate(&bearer, &err), -1);
+    CHECK_INT(err.nfields, 1);
+    err_release(&err);
+    free(one);
+    free(two);
+    free(cred);
+    free(key);
+}
+
 int main(void)
 {
     test_stdwebhook_vector();
     test_modes();
+    test_hashed();
     test_validate();
     test_statuses();
     return check_done();

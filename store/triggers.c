@@ -1,0 +1,248 @@
+/*
+ * store/triggers: SQL for the trigger definitions (deliveries, objects and SNS subscriptions
+ * are in store/deliveries.c). Writes and their audit entries run on the writer thread; reads on
+ * the caller's connection; returned structs are heap copies owned by the caller. Validation of
+ * rules, auth and values happens in the API before a trigger gets here.
+ */
+#include "store/triggers.h"
+
+#include "server/core/xalloc.h"
+#include "store/internal.h"
+#include "store/tokens.h"
+
+enum {
+    G_TEMPLATE,
+    G_INSERT,
+    G_UPDATE,
+    G_UPDATE_SECRETS,
+    G_DELETE,
+    G_GET,
+    G_LIST,
+};
+
+#define TRIGGER_COLS                                                                               \
+    "g.pk, g.id, g.name, t.name, g.template_values, g.rule, g.sender, g.auth, g.secrets,"          \
+    " g.enabled, g.created_by, g.created_at, g.updated_at"
+
+static const char *const sql[] = {
+    [G_TEMPLATE] = "SELECT pk FROM templates WHERE name = :name",
+    [G_INSERT] = "INSERT INTO triggers (id, name, template_pk, template_values, rule, sender, auth,"
+                 " secrets, enabled, created_by, created_at, updated_at) VALUES (:id, :name,"
+                 " :template_pk, :values, :rule, :sender, :auth, :secrets, :enabled, :actor, :now,"
+                 " :now)",
+    [G_UPDATE] = "UPDATE triggers SET template_pk = :template_pk, template_values = :values,"
+                 " rule = :rule, sender = :sender, auth = :auth, enabled = :enabled,"
+                 " updated_at = :now WHERE id = :id",
+    [G_UPDATE_SECRETS] = "UPDATE triggers SET secrets = :secrets WHERE id = :id",
+    [G_DELETE] = "DELETE FROM triggers WHERE id = :id",
+    [G_GET] = "SELECT " TRIGGER_COLS " FROM triggers g JOIN templates t ON t.pk = g.template_pk"
+              " WHERE g.id = :key OR g.name = :key",
+    [G_LIST] = "SELECT " TRIGGER_COLS " FROM triggers g JOIN templates t ON t.pk = g.template_pk"
+               " ORDER BY g.name",
+};
+
+#define STMT(c, i, err) stmt((c), MOD_TRIGGERS, (i), sql[(i)], (err))
+
+static int audit(struct conn *c, const char *action, const struct trigger_put *t, struct err *err)
+{
+    char target[96];
+    snprintf(target, sizeof(target), "trigger/%s", t->id);
+    struct audit_entry e = { .actor = t->actor ? t->actor : "",
+                             .action = action,
+                             .target = target,
+                             .request_id = t->request_id };
+    return audit_insert(c, &e, err);
+}
+
+/* The template's pk, or -1 with a field error naming /template. */
+static int64_t template_pk(struct conn *c, const char *name, struct err *err)
+{
+    sqlite3_stmt *s = STMT(c, G_TEMPLATE, err);
+    if (!s)
+        return -1;
+    bind_text(s, ":name", name);
+    int rc = sqlite3_step(s);
+    int64_t pk = rc == SQLITE_ROW ? col_int(s, 0) : -1;
+    sqlite3_reset(s);
+    if (rc == SQLITE_DONE)
+        err_field(err, "/template", "no template named '%s'", name);
+    else if (rc != SQLITE_ROW)
+        sql_fail(c, err, "reading a template");
+    return pk;
+}
+
+static void bind_common(sqlite3_stmt *s, const struct trigger_put *t, int64_t tpk)
+{
+    bind_text(s, ":id", t->id);
+    bind_int(s, ":template_pk", tpk);
+    bind_text(s, ":values", t->values ? t->values : "{}");
+    bind_text(s, ":rule", t->rule ? t->rule : "{}");
+    bind_text(s, ":sender", t->sender ? t->sender : "auto");
+    bind_text(s, ":auth", t->auth ? t->auth : "{}");
+    bind_int(s, ":enabled", t->enabled);
+    bind_int(s, ":now", t->now);
+}
+
+static int apply_insert(struct conn *c, void *arg, struct err *err)
+{
+    const struct trigger_put *t = arg;
+    int64_t tpk = template_pk(c, t->template_name, err);
+    sqlite3_stmt *s = tpk < 0 ? NULL : STMT(c, G_INSERT, err);
+    if (!s)
+        return -1;
+    bind_common(s, t, tpk);
+    bind_text(s, ":name", t->name);
+    bind_text(s, ":secrets", t->secrets ? t->secrets : "[]");
+    bind_text(s, ":actor", t->actor ? t->actor : "");
+    if (sqlite3_step(s) != SQLITE_DONE) {
+        int rc = sqlite3_extended_errcode(c->db) == SQLITE_CONSTRAINT_UNIQUE
+                     ? err_set(err, ERR_CONFLICT, "a trigger named '%s' exists", t->name)
+                     : sql_fail(c, err, "storing the trigger");
+        sqlite3_reset(s);
+        return rc;
+    }
+    sqlite3_reset(s);
+    return audit(c, "trigger.create", t, err);
+}
+
+int store_trigger_insert(struct store *st, const struct trigger_put *t, struct err *err)
+{
+    return store_write_wait(st, apply_insert, (void *)t, err);
+}
+
+static int apply_update(struct conn *c, void *arg, struct err *err)
+{
+    const struct trigger_put *t = arg;
+    int64_t tpk = template_pk(c, t->template_name, err);
+    sqlite3_stmt *s = tpk < 0 ? NULL : STMT(c, G_UPDATE, err);
+    if (!s)
+        return -1;
+    bind_common(s, t, tpk);
+    if (sql_exec_stmt(c, s, err, "updating the trigger") < 0)
+        return -1;
+    if (sqlite3_changes(c->db) == 0)
+        return err_set(err, ERR_NOT_FOUND, "no trigger '%s'", t->id);
+    if (t->secrets) {
+        if (!(s = STMT(c, G_UPDATE_SECRETS, err)))
+            return -1;
+        bind_text(s, ":id", t->id);
+        bind_text(s, ":secrets", t->secrets);
+        if (sql_exec_stmt(c, s, err, "updating the trigger's secrets") < 0)
+            return -1;
+    }
+    return audit(c, "trigger.update", t, err);
+}
+
+int store_trigger_update(struct store *st, const struct trigger_put *t, struct err *err)
+{
+    return store_write_wait(st, apply_update, (void *)t, err);
+}
+
+static int apply_delete(struct conn *c, void *arg, struct err *err)
+{
+    const struct trigger_put *t = arg;
+    sqlite3_stmt *s = STMT(c, G_DELETE, err);
+    if (!s)
+        return -1;
+    bind_text(s, ":id", t->id);
+    if (sql_exec_stmt(c, s, err, "deleting the trigger") < 0)
+        return -1;
+    if (sqlite3_changes(c->db) == 0)
+        return err_set(err, ERR_NOT_FOUND, "no trigger '%s'", t->id);
+    return audit(c, "trigger.delete", t, err);
+}
+
+int store_trigger_delete(struct store *st, const char *id, const char *actor,
+                         const char *request_id, struct err *err)
+{
+    struct trigger_put t = { .id = id, .actor = actor, .request_id = request_id };
+    return store_write_wait(st, apply_delete, &t, err);
+}
+
+static struct trigger_def *from_row(sqlite3_stmt *s)
+{
+    struct trigger_def *t = XNEW(struct trigger_def);
+    t->pk = col_int(s, 0);
+    t->id = xstrdup(col_text(s, 1));
+    t->name = xstrdup(col_text(s, 2));
+    t->template_name = xstrdup(col_text(s, 3));
+    t->values = xstrdup(col_text(s, 4));
+    t->rule = xstrdup(col_text(s, 5));
+    t->sender = xstrdup(col_text(s, 6));
+    t->auth = xstrdup(col_text(s, 7));
+    t->secrets = xstrdup(col_text(s, 8));
+    t->enabled = col_int(s, 9) != 0;
+    t->created_by = xstrdup(col_text(s, 10));
+    t->created_at = col_int(s, 11);
+    t->updated_at = col_int(s, 12);
+    return t;
+}
+
+void trigger_def_free(struct trigger_def *t)
+{
+    if (!t)
+        return;
+    free(t->id);
+    free(t->name);
+    free(t->template_name);
+    free(t->values);
+    free(t->rule);
+    free(t->sender);
+    free(t->auth);
+    free(t->secrets);
+    free(t->created_by);
+    free(t);
+}
+
+void trigger_defs_free(struct trigger_def **t, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        trigger_def_free(t[i]);
+    free(t);
+}
+
+struct trigger_def *store_trigger_get(struct store *st, const char *id_or_name, struct err *err)
+{
+    struct conn *c = store_reader(st, err);
+    sqlite3_stmt *s = c ? STMT(c, G_GET, err) : NULL;
+    if (!s)
+        return NULL;
+    bind_text(s, ":key", id_or_name);
+    int rc = sqlite3_step(s);
+    struct trigger_def *t = NULL;
+    if (rc == SQLITE_ROW)
+        t = from_row(s);
+    else if (rc == SQLITE_DONE)
+        err_set(err, ERR_NOT_FOUND, "no trigger '%s'", id_or_name);
+    else
+        sql_fail(c, err, "reading a trigger");
+    sqlite3_reset(s);
+    return t;
+}
+
+int store_trigger_list(struct store *st, struct trigger_def ***out, size_t *n, struct err *err)
+{
+    *out = NULL;
+    *n = 0;
+    struct conn *c = store_reader(st, err);
+    sqlite3_stmt *s = c ? STMT(c, G_LIST, err) : NULL;
+    if (!s)
+        return -1;
+    size_t cap = 0;
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 8;
+            *out = xrealloc(*out, cap * sizeof(**out));
+        }
+        (*out)[(*n)++] = from_row(s);
+    }
+    sqlite3_reset(s);
+    if (rc != SQLITE_DONE) {
+        trigger_defs_free(*out, *n);
+        *out = NULL;
+        *n = 0;
+        return sql_fail(c, err, "listing triggers");
+    }
+    return 0;
+}
