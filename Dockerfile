@@ -6,6 +6,8 @@
 #                                                        trainyard-worker as the entrypoint wrapper
 # In the worker image the pod's command becomes `trainyard-worker run -- <command>`; without one
 # it runs the reference trainer. Users build their framework on top (FROM trainyard-worker).
+# TRAINYARD_PREFLIGHT=1 checks the node first (deploy/examples/pytorchjob.yaml). The worker
+# loads CUDA, NCCL and libfabric only when a check or the multi-rank trainer needs them.
 ARG DEBIAN_VERSION=bookworm
 ARG CUDA_VERSION=13.0.1
 ARG UBUNTU_VERSION=ubuntu24.04

@@ -2,7 +2,8 @@
 #
 #   make            build into build/ (build/trainyard, build/trainyard-worker)
 #   make run        build, then start the daemon on the embedded defaults
-#   make test       build with sanitizers into build-test/ and run every test (ctest)
+#   make test       build with sanitizers into build-test/ and run every test (ctest), then the
+#                   whole tree with clang and the fuzzers for a bounded time (build-fuzz/)
 #   make bench      build and run the benchmarks in bench/
 #   make format     apply .clang-format to the tree
 #   make deps       install the Debian packages the build needs (apt-get, idempotent)
@@ -54,6 +55,11 @@ test: test-deps
 	@cmake -S . -B build-test -DCMAKE_BUILD_TYPE=Debug -DTY_SANITIZE=ON >/dev/null
 	@cmake --build build-test -j $(JOBS)
 	@cd build-test && ctest --output-on-failure -j $(JOBS) --timeout 900
+	@# The whole tree again with clang (warnings are errors there too), then each fuzz target
+	@# for 15 s and its regression corpus (tests/fuzz/README.md).
+	@CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DTY_FUZZ=ON >/dev/null
+	@cmake --build build-fuzz -j $(JOBS)
+	@cd build-fuzz && ctest --output-on-failure -j $(JOBS) -L fuzz
 
 bench: build
 	@cmake --build build -j $(JOBS) --target benchmarks

@@ -91,6 +91,10 @@ struct api_hooks {
     void (*triggers_pending)(void *ctx);
     /* A webhook message was queued (POST /v1/webhooks/{id}/test). */
     void (*webhooks_pending)(void *ctx);
+    /* A rank reported in: kind "heartbeat" or "preflight", body borrowed for the call. The
+     * daemon records it; a failed preflight fails the rank. Must not block. */
+    void (*rank_report)(void *ctx, int64_t job_pk, int attempt, int rank, const char *kind,
+                        const json_t *body);
 };
 
 struct api {

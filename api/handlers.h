@@ -35,8 +35,20 @@ void rendezvous_set(struct request *req, struct response *res);
 void rendezvous_get(struct request *req, struct response *res);
 void rendezvous_barrier(struct request *req, struct response *res);
 
+/* api/health.c */
+void jobs_diagnosis(struct request *req, struct response *res);
+void jobs_metrics(struct request *req, struct response *res);
+void jobs_health(struct request *req, struct response *res);
+
+/* api/workers.c */
+void ranks_heartbeat(struct request *req, struct response *res);
+void ranks_preflight(struct request *req, struct response *res);
+
 /* api/nodes.c */
 void nodes_list(struct request *req, struct response *res);
+void nodes_get_mark(struct request *req, struct response *res);
+void nodes_mark(struct request *req, struct response *res);
+void nodes_unmark(struct request *req, struct response *res);
 
 /* api/tokens.c */
 void tokens_create(struct request *req, struct response *res);

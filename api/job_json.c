@@ -24,11 +24,21 @@ json_t *rank_json(const struct rank *r)
 
 static json_t *links(const char *id)
 {
-    char self[96], logs[112], events[112];
+    char self[96], logs[112], events[112], diag[112], metrics[112], health[112];
     snprintf(self, sizeof(self), "/v1/jobs/%s", id);
     snprintf(logs, sizeof(logs), "/v1/jobs/%s/logs", id);
     snprintf(events, sizeof(events), "/v1/jobs/%s/events", id);
-    return json_pack("{s:s,s:s,s:s}", "self", self, "logs", logs, "events", events);
+    snprintf(diag, sizeof(diag), "/v1/jobs/%s/diagnosis", id);
+    snprintf(metrics, sizeof(metrics), "/v1/jobs/%s/metrics", id);
+    snprintf(health, sizeof(health), "/v1/jobs/%s/health", id);
+    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", "self", self, "logs", logs, "events", events,
+                     "diagnosis", diag, "metrics", metrics, "health", health);
+}
+
+void job_json_progress(json_t *job, json_t *progress, bool stalled)
+{
+    json_object_set_new(job, "progress", progress ? progress : json_null());
+    json_object_set_new(job, "stalled", json_boolean(stalled));
 }
 
 json_t *job_json(const struct job *j, const struct rank *ranks, size_t nranks)

@@ -5,6 +5,7 @@
 #define TY_JOB_JSON_H
 
 #include <jansson.h>
+#include <stdbool.h>
 
 #include "store/jobs.h"
 
@@ -13,5 +14,7 @@ json_t *job_json(const struct job *job, const struct rank *ranks, size_t nranks)
 /* The same with the job's spec already parsed (borrowed; job->spec is not read). */
 json_t *job_json_spec(const struct job *job, json_t *spec, const struct rank *ranks, size_t nranks);
 json_t *rank_json(const struct rank *r);
+/* Sets the job's "progress" (steals progress; NULL: null) and "stalled". */
+void job_json_progress(json_t *job, json_t *progress, bool stalled);
 
 #endif

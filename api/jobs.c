@@ -8,8 +8,10 @@
 #include "api/jobs.h"
 
 #include "api/handlers.h"
+#include "api/apimetrics.h"
 #include "api/job_json.h"
 #include "api/manifest.h"
+#include "api/manifest_submit.h"
 #include "api/selector.h"
 #include "api/spec.h"
 #include "server/core/clock.h"
@@ -17,6 +19,7 @@
 #include "server/core/jsonx.h"
 #include "server/core/parse.h"
 #include "server/core/xalloc.h"
+#include "store/findings.h"
 #include "store/tokens.h"
 
 #define JOB_ID_LEN 12
@@ -81,7 +84,20 @@ json_t *jobs_submission_json(const struct submission *s)
         ranks[r].exit_code = -1;
     }
     json_t *o = job_json_spec(&j, s->spec, ranks, (size_t)s->jn.nranks);
+    job_json_progress(o, NULL, false);
     free(ranks);
+    return o;
+}
+
+/* The job as the API shows it, with its progress and stalled flag from the diagnosis. */
+static json_t *full_job_json(struct api *api, const struct job *j, const struct rank *ranks,
+                             size_t n)
+{
+    json_t *o = job_json(j, ranks, n);
+    json_t *progress = NULL;
+    bool stalled = false;
+    store_diag_progress(api->store, j->pk, &progress, &stalled, NULL);
+    job_json_progress(o, progress, stalled);
     return o;
 }
 
@@ -93,7 +109,7 @@ static void respond_job(struct request *req, struct response *res, int status, c
     struct rank *ranks = NULL;
     size_t n = 0;
     if (j && store_ranks_get(req->api->store, j->pk, &ranks, &n, &err) == 0)
-        response_json_new(res, status, job_json(j, ranks, n));
+        response_json_new(res, status, full_job_json(req->api, j, ranks, n));
     else
         problem_respond(req, res, &err);
     ranks_free(ranks, n);
@@ -108,10 +124,12 @@ static void inserted(void *ctx, int rc, struct err *err)
     struct jobs_submitted r = {
         .rc = rc, .err = err, .pk = s->out.pk, .id = s->id, .replayed = rc == 0 && s->out.replayed
     };
-    if (r.replayed)
+    if (r.replayed) {
         r.id = s->out.replayed_id;
-    else if (rc == 0)
+    } else if (rc == 0) {
+        apimetrics_submission(); /* from the API and from triggers alike */
         notify_changed(s->api, s->out.pk);
+    }
     s->done(s->ctx, s, &r);
 }
 
@@ -307,56 +325,13 @@ void jobs_submit_request(struct request *req, struct response *res, const json_t
     res->deferred_ctx = rp;
 }
 
-/* A user's manifest goes past the API server's own checks (webhooks, schemas) before it is
- * recorded, so that a refused one is refused here, with the Kubernetes Status. An unreachable
- * cluster does not refuse it: the job then fails later with the reason, like any other. */
-static bool manifest_accepted(struct request *req, struct response *res, const json_t *doc)
-{
-    struct spec_options opts = spec_options(req->api);
-    json_t *spec = req->api->hooks.dry_run ? spec_validate(doc, &opts, NULL) : NULL;
-    if (!spec)
-        return true; /* no hook, or the submission reports the spec's problems */
-    struct err err;
-    err_init(&err);
-    json_t *obj = req->api->hooks.dry_run(req->api->hooks.ctx, spec, "dry-run", &err);
-    bool ok =
-        obj || err.code == ERR_UPSTREAM || err.code == ERR_TIMEOUT || err.code == ERR_UNAVAILABLE;
-    if (!ok)
-        problem_respond(req, res, &err);
-    json_decref(obj);
-    json_decref(spec);
-    err_release(&err);
-    return ok;
-}
-
-/* A PyTorchJob/TrainJob to run as it is: the job spec wrapping it (new reference), or NULL
- * after answering. Unless this is a dry run, the API server checks it first; a bad ?dry_run is
- * left to jobs_submit_request() to report. */
-static json_t *manifest_doc(struct request *req, struct response *res, const json_t *doc)
-{
-    struct err err;
-    err_init(&err);
-    json_t *wrapped = manifest_to_spec(doc, &err);
-    if (!wrapped)
-        problem_respond(req, res, &err);
-    err_release(&err);
-    const char *dry = request_query(req, "dry_run");
-    bool is_dry = false;
-    bool dry_ok = !dry || parse_bool(dry, &is_dry) == 0;
-    if (wrapped && dry_ok && !is_dry && !manifest_accepted(req, res, wrapped)) {
-        json_decref(wrapped);
-        return NULL;
-    }
-    return wrapped;
-}
-
 void jobs_create(struct request *req, struct response *res)
 {
     json_t *doc = request_body_doc(req, res);
     if (!doc)
         return;
     if (manifest_detect(doc)) {
-        json_t *wrapped = manifest_doc(req, res, doc);
+        json_t *wrapped = manifest_submit_doc(req, res, doc);
         json_decref(doc);
         if (!wrapped)
             return;
@@ -441,7 +416,7 @@ void jobs_list(struct request *req, struct response *res)
         goto fail;
     json_t *items = json_array();
     for (size_t i = 0; i < n; i++)
-        json_array_append_new(items, job_json(jobs[i], NULL, 0));
+        json_array_append_new(items, full_job_json(req->api, jobs[i], NULL, 0));
     json_t *out = json_pack("{s:o}", "items", items);
     if (next)
         json_object_set_new(out, "next_cursor", json_sprintf("c%lld", (long long)next));

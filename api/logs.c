@@ -50,6 +50,7 @@ static void set_log_headers(struct response *res, const struct log_stats *st, in
         response_header(res, "Trainyard-Next-After", v);
     }
     response_header(res, "Trainyard-Log-Complete", st->complete ? "true" : "false");
+    response_header(res, "X-Content-Type-Options", "nosniff"); /* log lines are data */
 }
 
 /* A page of lines, buffered. */
@@ -285,6 +286,7 @@ static void start_stream(struct request *req, struct response *res, struct logqu
                                                           : "application/x-ndjson";
     response_header(res, "Cache-Control", "no-cache");
     response_header(res, "X-Accel-Buffering", "no");
+    response_header(res, "X-Content-Type-Options", "nosniff");
 }
 
 static struct job *job_of(struct request *req, struct response *res)

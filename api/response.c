@@ -61,8 +61,19 @@ void request_complete(struct request *req)
         req->complete(req);
 }
 
+/* Browsers must take a body for what its Content-Type says: a log line or a label holding
+ * HTML is data, never a page. Added once per response. */
+static void nosniff(struct response *res)
+{
+    for (size_t i = 0; i < res->nheaders; i++)
+        if (strcmp(res->headers[i].name, "X-Content-Type-Options") == 0)
+            return;
+    response_header(res, "X-Content-Type-Options", "nosniff");
+}
+
 void response_json(struct response *res, int status, const json_t *body)
 {
+    nosniff(res);
     res->status = status;
     res->content_type = "application/json";
     buf_reset(&res->body);
@@ -78,6 +89,7 @@ void response_json_new(struct response *res, int status, json_t *body)
 
 void response_text(struct response *res, int status, const char *content_type, const char *text)
 {
+    nosniff(res);
     res->status = status;
     res->content_type = content_type;
     buf_reset(&res->body);

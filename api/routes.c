@@ -32,8 +32,20 @@ const struct route routes[] = {
     { HTTP_GET, "/v1/jobs/{id}/rendezvous/{key}", SCOPE_WORKER, "rendezvous_get", rendezvous_get },
     { HTTP_POST, "/v1/jobs/{id}/rendezvous/barriers/{name}", SCOPE_WORKER, "rendezvous_barrier",
       rendezvous_barrier },
+    /* health */
+    { HTTP_GET, "/v1/jobs/{id}/diagnosis", SCOPE_READ, "jobs_diagnosis", jobs_diagnosis },
+    { HTTP_GET, "/v1/jobs/{id}/metrics", SCOPE_READ, "jobs_metrics", jobs_metrics },
+    { HTTP_GET, "/v1/jobs/{id}/health", SCOPE_READ, "jobs_health", jobs_health },
+    /* workers */
+    { HTTP_POST, "/v1/jobs/{id}/ranks/{rank}/heartbeat", SCOPE_WORKER, "ranks_heartbeat",
+      ranks_heartbeat },
+    { HTTP_POST, "/v1/jobs/{id}/ranks/{rank}/preflight", SCOPE_WORKER, "ranks_preflight",
+      ranks_preflight },
     /* nodes */
     { HTTP_GET, "/v1/nodes", SCOPE_READ, "nodes_list", nodes_list },
+    { HTTP_GET, "/v1/nodes/{name}/mark", SCOPE_READ, "nodes_get_mark", nodes_get_mark },
+    { HTTP_POST, "/v1/nodes/{name}/mark", SCOPE_ADMIN, "nodes_mark", nodes_mark },
+    { HTTP_DELETE, "/v1/nodes/{name}/mark", SCOPE_ADMIN, "nodes_unmark", nodes_unmark },
     /* access */
     { HTTP_POST, "/v1/tokens", SCOPE_ADMIN, "tokens_create", tokens_create },
     { HTTP_GET, "/v1/tokens", SCOPE_ADMIN, "tokens_list", tokens_list },

@@ -61,10 +61,26 @@ static const struct field placement_fields[] = {
     { NULL },
 };
 
+static const char *const restart_on[] = { "preemption",    "node_failure",
+                                          "nccl_timeout",  "transient",
+                                          "hang",          "unknown",
+                                          "deterministic", NULL };
+static const char *const on_stall[] = { "none", "cancel", "restart", NULL };
+
 static const struct field restart_fields[] = {
     { "policy", T_STRING, .choices = policies, .def = "\"never\"" },
     { "max_restarts", T_INT, .min = 0, .max = 1000, .def = "0" },
     { "exit_codes", T_INTS, .min = 1, .max = 255 },
+    { "on", T_STRINGS, .max = 7, .choices = restart_on },
+    { "max_preemptions", T_INT, .min = 0, .max = 1000, .def = "10" },
+    { "avoid_failed_nodes", T_BOOL, .def = "true" },
+    { NULL },
+};
+
+static const struct field health_fields[] = {
+    { "on_stall", T_STRING, .choices = on_stall, .def = "\"none\"" },
+    { "stall_after_seconds", T_INT, .min = 1, .max = 604800 },
+    { "startup_seconds", T_INT, .min = 1, .max = 604800 },
     { NULL },
 };
 
@@ -116,6 +132,7 @@ static const struct field spec_fields[] = {
     { "suspend", T_BOOL, .def = "false" },
     { "executor", T_STRING, .choices = executors },
     { "kubernetes", T_OBJECT, .fields = kubernetes_fields },
+    { "health", T_OBJECT, .fields = health_fields },
     { NULL },
 };
 
@@ -285,7 +302,7 @@ static json_t *check_array(struct walk *w, const struct field *f, json_t *v)
         size_t mark = push_index(w, i);
         json_t *canon = NULL;
         if (f->type == T_STRINGS && json_is_string(item)) {
-            struct field elem = { .type = T_STRING, .check = f->check };
+            struct field elem = { .type = T_STRING, .check = f->check, .choices = f->choices };
             canon = check_string(w, &elem, item);
         } else if (f->type == T_INTS && json_is_integer(item)) {
             struct field elem = { .type = T_INT, .min = f->min, .max = f->max };
@@ -532,6 +549,15 @@ void spec_view(const json_t *spec, struct spec_view *v)
         v->restart_policy = "never";
     v->max_restarts = (int)jsonx_int(restart, "max_restarts", 0);
     v->restart_exit_codes = get(restart, "exit_codes");
+    v->restart_on = get(restart, "on");
+    v->max_preemptions = (int)jsonx_int(restart, "max_preemptions", 10);
+    v->avoid_failed_nodes = jsonx_bool(restart, "avoid_failed_nodes", true);
+    json_t *health = get(spec, "health");
+    v->on_stall = jsonx_str(health, "on_stall");
+    if (!v->on_stall)
+        v->on_stall = "none";
+    v->stall_after_seconds = jsonx_int(health, "stall_after_seconds", 0);
+    v->startup_seconds = jsonx_int(health, "startup_seconds", 0);
     v->deadline_seconds = jsonx_int(spec, "deadline_seconds", 0);
     v->queue = jsonx_str(spec, "queue");
     v->priority = (int)jsonx_int(spec, "priority", 0);

@@ -39,9 +39,15 @@ struct spec_view {
     json_t *placement;          /* object, or NULL */
     const char *restart_policy; /* "never", "on_failure", "exit_code" */
     int max_restarts;
-    json_t *restart_exit_codes; /* array of integers, or NULL */
-    int64_t deadline_seconds;   /* 0: none */
-    const char *queue;          /* NULL when absent */
+    json_t *restart_exit_codes;  /* array of integers, or NULL */
+    json_t *restart_on;          /* failure categories that restart (array of strings), or NULL */
+    int max_preemptions;         /* restarts after preemption, counted apart (default 10) */
+    bool avoid_failed_nodes;     /* restarts avoid the node a failure blamed (default true) */
+    const char *on_stall;        /* "none", "cancel", "restart" */
+    int64_t stall_after_seconds; /* floor of the stall limit; 0: the daemon's */
+    int64_t startup_seconds;     /* stall limit before the step cadence is known; 0: default */
+    int64_t deadline_seconds;    /* 0: none */
+    const char *queue;           /* NULL when absent */
     int priority;
     json_t *checkpoint; /* object, or NULL */
     json_t *labels;     /* object, or NULL */

@@ -2,11 +2,13 @@
  * system: health, readiness, version, the OpenAPI document, Prometheus metrics, and the
  * embedded web page. Everything here answers without touching jobs.
  */
+#include "api/apimetrics.h"
 #include "api/assets.h"
 #include "api/handlers.h"
 #include "server/core/clock.h"
 #include "server/core/notify.h"
 #include "store/jobs.h"
+#include "store/metrics.h"
 #include "store/store.h"
 
 void system_healthz(struct request *req, struct response *res)
@@ -89,6 +91,7 @@ void system_metrics(struct request *req, struct response *res)
     struct api *api = req->api;
     res->status = 200;
     res->content_type = "text/plain; version=0.0.4; charset=utf-8";
+    response_header(res, "X-Content-Type-Options", "nosniff");
     struct buf *b = &res->body;
     int64_t counts[JOB_STATE_COUNT];
     struct err err;
@@ -114,11 +117,27 @@ void system_metrics(struct request *req, struct response *res)
                "trainyard_store_failed_commits_total %llu\n",
                (unsigned long long)st.commits, (unsigned long long)st.writes,
                (unsigned long long)st.failed_commits);
+    buf_printf(b,
+               "# HELP trainyard_sqlite_memory_bytes SQLite's heap, mostly page caches (bounded).\n"
+               "# TYPE trainyard_sqlite_memory_bytes gauge\ntrainyard_sqlite_memory_bytes %llu\n"
+               "# HELP trainyard_log_cache_bytes Newest log lines kept in memory (bounded).\n"
+               "# TYPE trainyard_log_cache_bytes gauge\ntrainyard_log_cache_bytes %llu\n",
+               (unsigned long long)st.sqlite_memory_bytes, (unsigned long long)st.log_cache_bytes);
     if (api->notify)
         buf_printf(b,
                    "# HELP trainyard_log_followers Clients following logs now.\n"
                    "# TYPE trainyard_log_followers gauge\ntrainyard_log_followers %d\n",
                    notify_count(api->notify));
+    int64_t lines, dropped;
+    if (store_log_totals(api->store, &lines, &dropped, NULL) == 0)
+        buf_printf(b,
+                   "# HELP trainyard_log_lines_stored Log lines kept in the database.\n"
+                   "# TYPE trainyard_log_lines_stored gauge\ntrainyard_log_lines_stored %lld\n"
+                   "# HELP trainyard_log_lines_dropped Log lines retention dropped, over the "
+                   "jobs still stored.\n"
+                   "# TYPE trainyard_log_lines_dropped gauge\ntrainyard_log_lines_dropped %lld\n",
+                   (long long)lines, (long long)dropped);
+    apimetrics_write(b);
     if (api->hooks.metrics)
         api->hooks.metrics(api->hooks.ctx, b);
 }

@@ -3,6 +3,7 @@
 # (about 100 bytes) as fast as they can; measured from the job's start until every line is in
 # the store and searchable. In the same run, a raw `cat` of the same lines to a file, for the
 # ratio. Usage: bench/bench-ingest.sh [LINES per rank, default 1000000] [RANKS, default 2]
+# TY_SERVE_FLAGS adds daemon flags (e.g. --diagnosis=off to measure ingest without analysis).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${TY_BUILD:-$here/../build}
@@ -36,7 +37,7 @@ echo "raw cat to files: ${raw_ms} ms = $((total * 1000 / (raw_ms > 0 ? raw_ms : 
 rm -f "$work"/cat.*
 
 "$build/trainyard" serve --listen 127.0.0.1:0 --data-dir "$work/data" --auth=off \
-    --local-slots "$ranks" --log-level warn >"$work/out" 2>"$work/err" &
+    --local-slots "$ranks" --log-level warn ${TY_SERVE_FLAGS:-} >"$work/out" 2>"$work/err" &
 pid=$!
 for _ in $(seq 1 300); do
     url=$(grep -o 'http://[0-9.:]*' "$work/out" 2>/dev/null | head -1 || true)

@@ -2,7 +2,8 @@
  * bench_follow: follow latency. N clients follow one job's log over Server-Sent Events while
  * a rank writes lines carrying the time they were written ("t=<ns>"); each client notes when
  * the line reaches it. Prints p50/p99/max of write-to-receive latency over every line and
- * client. Started by bench-follow.sh with the daemon URL and the job id.
+ * client. Started by bench-follow.sh (and bench-load.sh, with TY_TOKEN) with the daemon URL and
+ * the job id.
  *
  *   bench_follow URL JOB_ID FOLLOWERS EXPECTED_LINES
  */
@@ -65,6 +66,13 @@ int main(int argc, char **argv)
     snprintf(url, sizeof(url), "%s/v1/jobs/%s/logs?follow=true&format=sse", argv[1], argv[2]);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     CURLM *multi = curl_multi_init();
+    /* TY_TOKEN: a bearer token, for a daemon with authentication on (bench-load.sh). */
+    struct curl_slist *auth = NULL;
+    char header[300];
+    if (getenv("TY_TOKEN")) {
+        snprintf(header, sizeof(header), "Authorization: Bearer %s", getenv("TY_TOKEN"));
+        auth = curl_slist_append(NULL, header);
+    }
     struct follower *fs = xcalloc((size_t)nf, sizeof(*fs));
     for (int i = 0; i < nf; i++) {
         fs[i].curl = curl_easy_init();
@@ -72,6 +80,8 @@ int main(int argc, char **argv)
         curl_easy_setopt(fs[i].curl, CURLOPT_WRITEFUNCTION, on_data);
         curl_easy_setopt(fs[i].curl, CURLOPT_WRITEDATA, &fs[i]);
         curl_easy_setopt(fs[i].curl, CURLOPT_NOSIGNAL, 1L);
+        if (auth)
+            curl_easy_setopt(fs[i].curl, CURLOPT_HTTPHEADER, auth);
         curl_multi_add_handle(multi, fs[i].curl);
     }
     int running = nf;
@@ -105,6 +115,7 @@ int main(int argc, char **argv)
     free(fs);
     free(all);
     curl_multi_cleanup(multi);
+    curl_slist_free_all(auth);
     curl_global_cleanup();
     return 0;
 }

@@ -82,6 +82,7 @@ struct collect {
     int64_t last_complete_check, last_retention;
     atomic_ullong lines_total, bytes_total, flushes_total, errors_total;
     atomic_llong last_flush_ns;
+    int64_t retry_ns, retry_at, last_error_log; /* backing off after a failed commit */
 };
 
 static struct gathered *gathered_for(struct collect *c, int64_t pk)
@@ -99,7 +100,8 @@ static struct gathered *gathered_for(struct collect *c, int64_t pk)
     return g;
 }
 
-static void gather_line(struct gathered *g, int src, int rank, const struct logrec *r)
+static void gather_line(struct gathered *g, int src, const struct log_origin *o,
+                        const struct logrec *r)
 {
     if (g->n == g->cap) {
         g->cap = g->cap ? g->cap * 2 : 256;
@@ -113,7 +115,8 @@ static void gather_line(struct gathered *g, int src, int rank, const struct logr
                                           .flags = flags,
                                           .text = (const char *)(uintptr_t)g->text.len,
                                           .len = r->len,
-                                          .rank = rank };
+                                          .rank = o->rank,
+                                          .attempt = o->attempt };
     buf_append(&g->text, r->text, r->len);
 }
 
@@ -224,7 +227,7 @@ static int64_t read_file(struct collect *c, struct fsource *f)
             }
             if (!g)
                 g = gathered_for(c, f->job_pk);
-            gather_line(g, f->src, f->origin.rank, &r);
+            gather_line(g, f->src, &f->origin, &r);
         }
         off += (size_t)(used > 0 ? used : -used);
     }
@@ -273,7 +276,7 @@ static void gather_pushed(struct collect *c, struct pushed *p)
                                          (p->lines[i].flags & LOGF_PARTIAL ? LINE_PARTIAL : 0),
                                 .text = buf_cstr(&p->text) + (uintptr_t)p->lines[i].text,
                                 .len = p->lines[i].len };
-            gather_line(g, src, p->origin.rank, &r);
+            gather_line(g, src, &p->origin, &r);
         }
         if (p->position)
             add_position(g, p->key, p->position);
@@ -355,9 +358,22 @@ static int store_round(struct collect *c)
     atomic_store(&c->last_flush_ns, clock_mono_ns() - t0);
     if (rc == 0) {
         after_commit(c, apps);
+        if (c->retry_ns)
+            log_info("logs: storing lines works again");
+        c->retry_ns = 0;
     } else {
+        /* Nothing is lost: sources stay at their committed positions and are read again. A
+         * full disk or a locked database lasts a while: back off, and say so now and then. */
         atomic_fetch_add(&c->errors_total, 1);
-        log_error("logs: storing lines failed (they will be read again): %s", err.msg);
+        int64_t now = clock_mono_ns();
+        c->retry_ns = c->retry_ns ? c->retry_ns * 2 : 100 * NS_PER_MS;
+        if (c->retry_ns > 5 * NS_PER_SEC)
+            c->retry_ns = 5 * NS_PER_SEC;
+        c->retry_at = now + c->retry_ns;
+        if (!c->last_error_log || now - c->last_error_log > 30 * NS_PER_SEC) {
+            log_error("logs: storing lines failed (they will be read again): %s", err.msg);
+            c->last_error_log = now;
+        }
     }
     err_release(&err);
     free(apps);
@@ -413,10 +429,13 @@ static bool round_once(struct collect *c)
         for (size_t i = 0; i < nretire; i++)
             unlink_file(c, retire[i]);
     } else if (pushed) {
-        pthread_mutex_lock(&c->lock); /* put them back in front, in order */
+        pthread_mutex_lock(&c->lock); /* put them back in front, in order, still counted */
         struct pushed *last = pushed;
-        while (last->next)
+        c->pushed_bytes += (int64_t)last->text.len;
+        while (last->next) {
             last = last->next;
+            c->pushed_bytes += (int64_t)last->text.len;
+        }
         last->next = c->pushed_head;
         c->pushed_head = pushed;
         if (!c->pushed_tail)
@@ -492,7 +511,7 @@ static void *collect_main(void *arg)
         pthread_mutex_lock(&c->lock);
         bool stopping = c->stopping;
         pthread_mutex_unlock(&c->lock);
-        bool busy = round_once(c);
+        bool busy = !stopping && clock_mono_ns() < c->retry_at ? false : round_once(c);
         housekeeping(c);
         if (stopping)
             break;
@@ -623,6 +642,11 @@ void collect_adopted(struct collect *c)
     pthread_mutex_lock(&c->lock);
     c->adopted = true;
     pthread_mutex_unlock(&c->lock);
+}
+
+bool collect_pending(struct collect *c, int64_t job_pk)
+{
+    return has_source(c, job_pk);
 }
 
 void collect_flush(struct collect *c)

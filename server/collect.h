@@ -10,6 +10,7 @@
 #ifndef TY_COLLECT_H
 #define TY_COLLECT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "server/core/buf.h"
@@ -42,6 +43,9 @@ int collect_start(struct collect *c, struct err *err);
 /* The executors have re-registered the sources of running jobs after a restart: from now on a
  * finished job whose sources are all read is marked complete. */
 void collect_adopted(struct collect *c);
+/* True while the job has a source not yet read to its end: more of its lines may come (the
+ * controller decides how a job ended once its logs are in). Any thread. */
+bool collect_pending(struct collect *c, int64_t job_pk);
 /* Reads everything currently readable and stores it now (tests, shutdown). */
 void collect_flush(struct collect *c);
 void collect_free(struct collect *c);

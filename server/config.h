@@ -42,8 +42,10 @@ struct config {
     char *kube_context;
     char *kube_namespace;
     int kube_log_streams;
+    bool diagnosis; /* feed every stored log line to the jobs' diagnoses */
     int64_t stall_floor_ns;
     char *prometheus_url;
+    int64_t prometheus_interval_ns;
     int64_t hook_max_body;
     bool trigger_submit_paused;
     char *sns_cert_ca;

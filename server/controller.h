@@ -11,6 +11,7 @@
 #ifndef TY_CONTROLLER_H
 #define TY_CONTROLLER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "server/core/buf.h"
@@ -21,15 +22,25 @@ struct store;
 struct controller;
 
 /* A job changed state (for notifications: webhooks, metrics). Called on the controller thread
- * after the change is committed. */
+ * after the change is committed; also when a running job's `stalled` flag changes (state is
+ * then the job's unchanged state). */
 struct controller_hooks {
     void *ctx;
     void (*job_state)(void *ctx, int64_t job_pk, enum job_state state);
 };
 
+struct health;
+
 struct controller_options {
     int64_t stop_grace_ns;
     int64_t tick_ns;
+    /* Diagnosis of attempts (may be NULL: decisions then rest on exit statuses alone). */
+    struct health *health;
+    int64_t stall_floor_ns; /* the daemon's floor of stall limits; 0: the library's */
+    /* True while lines of the job are still to be stored (a job's end is decided once its
+     * logs are in, at most grace + 5 s after its ranks ended). May be NULL. */
+    bool (*logs_pending)(void *ctx, int64_t job_pk);
+    void *logs_ctx;
 };
 
 /* Creates the controller; executors are borrowed and must outlive it. Events from each
@@ -41,6 +52,10 @@ struct controller *controller_new(struct store *st, struct executor **executors,
 int controller_start(struct controller *c, struct err *err);
 /* Something changed (a job was submitted, cancelled, resumed): reconcile soon. */
 void controller_wake(struct controller *c, int64_t job_pk);
+/* A rank failed in a way its executor cannot see (its preflight report): the job's end is
+ * decided as for any failed rank. Any thread. */
+void controller_rank_failed(struct controller *c, int64_t job_pk, int attempt, int rank,
+                            const char *reason, const char *message);
 /* Stops the loop (ranks keep running; a restarted daemon adopts them). */
 void controller_stop(struct controller *c);
 void controller_free(struct controller *c);

@@ -17,6 +17,7 @@
 #include <stdarg.h>
 #include <sys/socket.h>
 
+#include "api/apimetrics.h"
 #include "server/core/buf.h"
 #include "server/core/clock.h"
 #include "server/core/log.h"
@@ -42,8 +43,9 @@ struct exchange {
     struct buf body;
     char path[1024];
     bool too_large;
-    bool handled; /* api_handle ran */
-    bool ready;   /* a deferred response is complete */
+    bool handled;    /* api_handle ran */
+    int64_t started; /* monotonic, when the request's headers arrived */
+    bool ready;      /* a deferred response is complete */
     pthread_mutex_t lock;
     bool suspended;
     bool wake_pending;
@@ -287,6 +289,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         x = XNEW(struct exchange);
         x->http = h;
         x->conn = conn;
+        x->started = clock_mono_ns();
         pthread_mutex_init(&x->lock, NULL);
         const union MHD_ConnectionInfo *ci =
             MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
@@ -346,6 +349,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     if (!x)
         return;
     unlink_exchange(x);
+    if (x->handled && !x->res.stream)
+        apimetrics_observe(x->req.route, x->res.status, clock_mono_ns() - x->started);
     response_release(&x->res);
     buf_release(&x->body);
     free((char *)x->req.client_addr);

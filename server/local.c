@@ -5,6 +5,11 @@
  * A rank is watched through a pidfd of its shim: readable once the shim exits, whether the
  * shim is our child or was adopted after a daemon restart. How the rank ended is read from the
  * shim's status.json, never from waitpid(), because an adopted shim is not our child.
+ *
+ * Each rank runs in a memory cgroup of its own when the daemon may make one (server/cgroup.h):
+ * resources.memory is its limit, and an OOM kill the kernel counted there (or, without rank
+ * cgroups, a SIGKILL trainyard did not send while an OOM counter rose) is reported as
+ * "OOMKilled".
  */
 #include "server/local.h"
 
@@ -23,9 +28,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "server/cgroup.h"
 #include "server/core/clock.h"
 #include "server/core/jsonx.h"
 #include "server/core/log.h"
+#include "server/core/parse.h"
 #include "server/core/xalloc.h"
 
 extern char **environ;
@@ -43,6 +50,8 @@ struct lrank {
     int64_t kill_at; /* SIGKILL deadline after SIGTERM; 0: none */
     char *dir;
     char key[32];
+    char *cgroup;       /* the rank's memory cgroup, NULL: none */
+    int64_t oom_before; /* the fallback OOM counter when the rank started, -1: unknown */
 };
 
 struct local {
@@ -52,6 +61,7 @@ struct local {
     char exe[PATH_MAX];
     struct lrank **ranks;
     size_t n, cap;
+    char *cgroot; /* where rank cgroups are made, NULL: nowhere */
     atomic_int used;
     atomic_ullong spawned;
 };
@@ -120,6 +130,8 @@ static void remove_rank(struct local *l, size_t i)
     struct lrank *r = l->ranks[i];
     if (r->pidfd >= 0)
         close(r->pidfd);
+    cgroup_remove(r->cgroup);
+    free(r->cgroup);
     free(r->dir);
     free(r);
     l->ranks[i] = l->ranks[--l->n];
@@ -227,10 +239,11 @@ static void strv_free(char **v)
     free(v);
 }
 
-static char **shim_argv(struct local *l, const char *dir, const struct spec_view *v)
+static char **shim_argv(struct local *l, const char *dir, const char *cgroup,
+                        const struct spec_view *v)
 {
     size_t nc = json_array_size(v->command), na = json_array_size(v->args);
-    char **argv = xcalloc(8 + nc + na, sizeof(char *));
+    char **argv = xcalloc(10 + nc + na, sizeof(char *));
     size_t i = 0;
     argv[i++] = xstrdup(l->exe);
     argv[i++] = xstrdup("shim");
@@ -238,6 +251,10 @@ static char **shim_argv(struct local *l, const char *dir, const struct spec_view
     argv[i++] = xstrdup(dir);
     argv[i++] = xstrdup("--max-line");
     argv[i++] = xasprintf("%lld", (long long)l->opts.max_line);
+    if (cgroup) {
+        argv[i++] = xstrdup("--cgroup");
+        argv[i++] = xstrdup(cgroup);
+    }
     argv[i++] = xstrdup("--");
     for (size_t k = 0; k < nc; k++)
         argv[i++] = xstrdup(json_string_value(json_array_get(v->command, k)));
@@ -279,6 +296,31 @@ static pid_t spawn_shim(struct local *l, char **argv, char **env, const char *di
     return pid;
 }
 
+/* resources.memory in bytes, 0 when not given. */
+static int64_t memory_limit(const struct spec_view *v)
+{
+    const char *q = jsonx_str(v->resources, "memory");
+    int64_t milli;
+    return q && parse_quantity(q, &milli) == 0 ? milli / 1000 : 0;
+}
+
+static char *rank_cgroup(struct local *l, const char *job_id, int attempt, int rank, int64_t limit,
+                         bool create)
+{
+    if (!l->cgroot)
+        return NULL;
+    char name[96];
+    snprintf(name, sizeof(name), "trainyard-%s-a%d-r%d", job_id, attempt, rank);
+    if (create)
+        return cgroup_create(l->cgroot, name, limit);
+    char *path = xasprintf("%s/%s", l->cgroot, name);
+    struct stat sb;
+    if (stat(path, &sb) == 0)
+        return path;
+    free(path);
+    return NULL;
+}
+
 static struct lrank *lrank_new(int64_t job_pk, int attempt, int rank, pid_t shim, char *dir)
 {
     struct lrank *r = XNEW(struct lrank);
@@ -311,17 +353,23 @@ static int spawn_rank(struct executor *ex, const struct launch *ln, int rank, st
         free(dir);
         return -1;
     }
-    char **argv = shim_argv(l, dir, ln->spec);
+    char *cg = rank_cgroup(l, ln->job->id, ln->attempt, rank, memory_limit(ln->spec), true);
+    int64_t oom_before = cg ? -1 : cgroup_oom_kills_fallback();
+    char **argv = shim_argv(l, dir, cg, ln->spec);
     char **env = rank_env(l, ln, rank);
     pid_t pid = spawn_shim(l, argv, env, dir, err);
     strv_free(argv);
     strv_free(env);
     if (pid < 0) {
+        cgroup_remove(cg);
+        free(cg);
         free(dir);
         return -1;
     }
     struct lrank *r = lrank_new(ln->job->pk, ln->attempt, rank, pid, dir);
     r->our_child = true;
+    r->cgroup = cg;
+    r->oom_before = oom_before;
     add_rank(l, r);
     atomic_fetch_add(&l->spawned, 1);
     follow_log(l, r);
@@ -406,6 +454,16 @@ static const char *end_reason(int code, int sig, bool stopped)
     return "Error";
 }
 
+/* True when the rank was killed by the kernel's OOM killer, as far as can be told. */
+static bool oom_killed(const struct lrank *r, int sig)
+{
+    if (r->cgroup)
+        return cgroup_oom_kills(r->cgroup) > 0;
+    if (sig != SIGKILL || r->stopped || r->oom_before < 0)
+        return false;
+    return cgroup_oom_kills_fallback() > r->oom_before;
+}
+
 /* Reports how r ended from its status.json (or as lost when the shim left none). */
 static void report_end(struct executor *ex, struct lrank *r)
 {
@@ -423,8 +481,14 @@ static void report_end(struct executor *ex, struct lrank *r)
         rep.time = jsonx_int(st, "finished_at", 0);
         rep.state = rep.exit_code == 0 ? RANK_SUCCEEDED : RANK_FAILED;
         rep.reason = end_reason(rep.exit_code, rep.signal, r->stopped);
-        if (rep.signal == SIGKILL && !r->stopped)
+        if (oom_killed(r, rep.signal)) {
+            rep.reason = "OOMKilled";
+            snprintf(msg, sizeof(msg), "%s",
+                     r->cgroup ? "OOM kill counted in the rank's memory cgroup"
+                               : "SIGKILL while the kernel counted an OOM kill");
+        } else if (rep.signal == SIGKILL && !r->stopped) {
             snprintf(msg, sizeof(msg), "SIGKILL not sent by trainyard (out of memory?)");
+        }
     } else {
         rep.state = RANK_LOST;
         rep.reason = "Lost";
@@ -462,6 +526,11 @@ static void check_started(struct executor *ex, struct lrank *r)
 
 static bool shim_exited(struct lrank *r)
 {
+    if (r->pidfd < 0 && r->our_child) {
+        /* No pidfd (Linux before 5.3, valgrind): our child stays a zombie until reaped. */
+        pid_t w = waitpid(r->shim, NULL, WNOHANG);
+        return w == r->shim || (w < 0 && errno == ECHILD);
+    }
     if (r->pidfd < 0)
         return kill(r->shim, 0) < 0 && errno == ESRCH;
     struct pollfd p = { .fd = r->pidfd, .events = POLLIN };
@@ -527,6 +596,8 @@ static int adopt_rank(struct executor *ex, const struct job *j, int rank)
     json_decref(info);
     bool alive = shim > 0 && is_our_shim(shim, dir);
     struct lrank *r = lrank_new(j->pk, j->attempt, rank, shim > 0 ? shim : 0, dir);
+    r->cgroup = rank_cgroup(l, j->id, j->attempt, rank, 0, false);
+    r->oom_before = -1;
     if (!alive && r->pidfd >= 0) {
         close(r->pidfd);
         r->pidfd = -1;
@@ -619,6 +690,7 @@ static void local_free(struct executor *ex)
     free(l->ranks);
     free(l->data_dir);
     free(l->url);
+    free(l->cgroot);
     free(l);
     free(ex);
 }
@@ -645,6 +717,7 @@ struct executor *local_new(const struct local_options *opts, struct err *err)
         return NULL;
     }
     l->exe[n] = '\0';
+    l->cgroot = cgroup_memory_root();
     struct executor *ex = XNEW(struct executor);
     *ex = (struct executor){ .name = "local",
                              .fits = local_fits,

@@ -17,6 +17,8 @@
 #include "server/collect.h"
 #include "server/config.h"
 #include "server/controller.h"
+#include "server/dcgm.h"
+#include "server/health.h"
 #include "server/core/clock.h"
 #include "server/core/log.h"
 #include "server/core/notify.h"
@@ -30,6 +32,7 @@
 #include "server/trigger/sns.h"
 #include "server/triggerloop.h"
 #include "store/jobs.h"
+#include "store/nodes.h"
 #include "store/tokens.h"
 #include "server/token_cmd.h"
 
@@ -38,6 +41,8 @@ struct daemon {
     struct store *store;
     struct notify *notify;
     struct collect *collect;
+    struct health *health;
+    struct dcgm *dcgm;
     struct executor *executors[2];
     size_t nexec;
     struct executor *kube; /* also in executors[], when enabled */
@@ -119,11 +124,8 @@ static json_t *hook_dry_run(void *ctx, const json_t *spec, const char *job_id, s
 static json_t *hook_nodes(void *ctx, struct err *err)
 {
     struct daemon *d = ctx;
-    if (!d->kube) {
-        err_set(err, ERR_NOT_FOUND,
-                "this daemon has no Kubernetes executor (serve --executor kubernetes)");
-        return NULL;
-    }
+    if (!d->kube) /* no cluster: only the nodes that have marks are listed */
+        return json_pack("{s:[]}", "items");
     return kube_nodes_snapshot(d->kube, err);
 }
 
@@ -139,12 +141,20 @@ static int kube_job_state(void *ctx, int64_t pk, enum job_state *state)
     return 0;
 }
 
-/* Nodes the Kubernetes executor keeps new jobs off. The hook for node marks
- * (POST /v1/nodes/{name}/mark, branch diagint): return store_node_marks_list()'s names here. */
-static char **kube_marked_nodes(void *ctx)
+/* The nodes with a mark of `state`, for the Kubernetes executor's placement (see kube.h). */
+static char **kube_marked_nodes(void *ctx, const char *state)
 {
-    (void)ctx;
-    return NULL;
+    struct daemon *d = ctx;
+    struct node_mark **marks = NULL;
+    size_t n = 0, k = 0;
+    if (store_node_marks_list(d->store, &marks, &n, NULL) < 0)
+        return NULL;
+    char **names = xcalloc(n + 1, sizeof(*names));
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(marks[i]->state, state) == 0)
+            names[k++] = xstrdup(marks[i]->name);
+    node_marks_free(marks, n);
+    return names;
 }
 
 static void hook_metrics(void *ctx, struct buf *out)
@@ -152,11 +162,36 @@ static void hook_metrics(void *ctx, struct buf *out)
     struct daemon *d = ctx;
     controller_metrics(d->controller, out);
     collect_metrics(d->collect, out);
+    health_metrics(d->health, out);
+    if (d->dcgm)
+        dcgm_metrics(d->dcgm, out);
     triggerloop_metrics(d->triggers, out);
     notifier_metrics(d->notifier, out);
     for (size_t i = 0; i < d->nexec; i++)
         if (d->executors[i]->metrics)
             d->executors[i]->metrics(d->executors[i], out);
+}
+
+/* Heartbeats and preflight reports of ranks (HTTP threads): recorded by the health registry;
+ * a failed preflight fails the rank at once. */
+static void hook_rank_report(void *ctx, int64_t pk, int attempt, int rank, const char *kind,
+                             const json_t *body)
+{
+    struct daemon *d = ctx;
+    if (strcmp(kind, "heartbeat") == 0) {
+        health_heartbeat(d->health, pk, rank, body);
+        return;
+    }
+    char why[512];
+    if (health_preflight(d->health, pk, rank, NULL, body, why, sizeof(why)))
+        controller_rank_failed(d->controller, pk, attempt, rank, "PreflightFailed", why);
+}
+
+/* Lines of the job still to be stored, or stored but not yet fed to its diagnosis. */
+static bool logs_pending(void *ctx, int64_t pk)
+{
+    struct daemon *d = ctx;
+    return collect_pending(d->collect, pk) || health_pending(d->health, pk);
 }
 
 static int check_listener(const struct config *cfg, struct err *err)
@@ -273,9 +308,13 @@ static int start_triggers(struct daemon *d, struct err *err)
 
 static int start_executors(struct daemon *d, struct err *err)
 {
+    struct health_options hopt = { .skip_logs = !d->cfg.diagnosis };
+    d->health = health_new(d->store, &hopt);
     struct collect_options co = { .max_bytes = d->cfg.log_max_bytes,
                                   .max_age_ns = d->cfg.log_max_age_ns,
-                                  .poll_ns = d->cfg.log_poll_ns };
+                                  .poll_ns = d->cfg.log_poll_ns,
+                                  .hooks = { .ctx = d->health,
+                                             .lines = d->cfg.diagnosis ? health_lines : NULL } };
     d->collect = collect_new(d->store, d->notify, &co);
     struct local_options lo = { .data_dir = d->cfg.data_dir,
                                 .slots = d->cfg.local_slots,
@@ -301,9 +340,19 @@ static int start_executors(struct daemon *d, struct err *err)
         d->nexec++;
         log_info("kubernetes executor: %s", kube_describe(d->kube));
     }
-    struct controller_options opts = { .stop_grace_ns = d->cfg.stop_grace_ns };
+    struct controller_options opts = { .stop_grace_ns = d->cfg.stop_grace_ns,
+                                       .health = d->health,
+                                       .stall_floor_ns = d->cfg.stall_floor_ns,
+                                       .logs_pending = logs_pending,
+                                       .logs_ctx = d };
     struct controller_hooks hooks = { .ctx = d, .job_state = hook_job_state };
     d->controller = controller_new(d->store, d->executors, d->nexec, &opts, &hooks);
+    if (d->cfg.prometheus_url[0]) {
+        struct dcgm_options dop = { .url = d->cfg.prometheus_url,
+                                    .interval_ns = d->cfg.prometheus_interval_ns,
+                                    .bearer = getenv("TRAINYARD_PROMETHEUS_TOKEN") };
+        d->dcgm = dcgm_new(d->health, d->store, &dop);
+    }
     return 0;
 }
 
@@ -325,6 +374,7 @@ static void setup_api(struct daemon *d)
                                    .dry_run = hook_dry_run,
                                    .nodes = hook_nodes,
                                    .metrics = hook_metrics,
+                                   .rank_report = hook_rank_report,
                                    .triggers_pending = hook_triggers_pending,
                                    .webhooks_pending = hook_webhooks_pending };
     a->sns = d->sns;
@@ -388,12 +438,14 @@ static void teardown(struct daemon *d)
 {
     rendezvous_release(&d->api);
     http_stop(d->http);
+    dcgm_free(d->dcgm);
     triggerloop_free(d->triggers);
     kube_stop(d->kube); /* it reports to the controller and feeds the log pipeline */
     controller_free(d->controller);
     notifier_free(d->notifier);
     sns_verifier_free(d->sns);
     collect_free(d->collect);
+    health_free(d->health);
     for (size_t i = 0; i < d->nexec; i++)
         d->executors[i]->free(d->executors[i]);
     if (d->store)
@@ -427,7 +479,9 @@ static int cmd_serve(int argc, char **argv)
         return 1;
     }
     setup_api(&d);
-    int started = collect_start(d.collect, &err) == 0 && controller_start(d.controller, &err) == 0;
+    int started = health_start(d.health, &err) == 0 && collect_start(d.collect, &err) == 0 &&
+                  controller_start(d.controller, &err) == 0 &&
+                  (!d.dcgm || dcgm_start(d.dcgm, &err) == 0);
     if (started)
         collect_adopted(d.collect); /* running jobs have their log sources again */
     if (!started || start_http(&d, &err) < 0 || start_triggers(&d, &err) < 0) {

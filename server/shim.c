@@ -23,6 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "server/cgroup.h"
 #include "server/core/buf.h"
 #include "server/core/clock.h"
 #include "server/core/linesplit.h"
@@ -35,13 +36,31 @@ struct shim {
     pid_t child;
     struct linesplit split[2];
     struct buf out; /* records not yet written */
+    size_t dropped; /* lines not kept while the disk was full and out at its limit */
     int64_t now;
     enum log_stream stream; /* of the line being emitted */
 };
 
+/* Records waiting while the disk is full; past this, lines are counted, not kept. */
+#define OUT_MAX (64u << 20)
+
 static void emit(void *ctx, const char *line, size_t len, int flags)
 {
     struct shim *s = ctx;
+    if (s->out.len >= OUT_MAX) {
+        s->dropped++;
+        return;
+    }
+    if (s->dropped) {
+        char mark[96];
+        int n = snprintf(mark, sizeof(mark), "[trainyard: %zu lines lost: the disk was full]",
+                         s->dropped);
+        struct logrec m = {
+            .time = s->now, .stream = STREAM_STDERR, .text = mark, .len = (size_t)n
+        };
+        logrec_format(&s->out, &m);
+        s->dropped = 0;
+    }
     struct logrec r = {
         .time = s->now, .stream = s->stream, .flags = flags, .text = line, .len = len
     };
@@ -56,10 +75,10 @@ static void flush_records(struct shim *s)
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
-            break; /* disk full: the rank keeps running; these lines are lost */
+            break; /* disk full: the rest waits for the next flush (the rank keeps running) */
         off += (size_t)n;
     }
-    buf_reset(&s->out);
+    buf_consume(&s->out, off);
 }
 
 /* Writes path atomically: a temporary file, fsync, rename, fsync of the directory. */
@@ -84,12 +103,14 @@ static int write_atomic(const char *dir, const char *name, const char *text)
     return rc;
 }
 
-static pid_t spawn(char **argv, int out_fd, int err_fd)
+static pid_t spawn(char **argv, int out_fd, int err_fd, const char *cgroup)
 {
     pid_t pid = fork();
     if (pid != 0)
         return pid;
     setpgid(0, 0);
+    if (cgroup)
+        cgroup_enter(cgroup); /* the rank's memory cgroup; the shim stays outside it */
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
@@ -176,7 +197,8 @@ static int supervise(struct shim *s, int out_fd, int err_fd, int sfd)
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: trainyard shim --dir DIR [--max-line BYTES] -- COMMAND [ARG]...\n");
+    fprintf(stderr, "usage: trainyard shim --dir DIR [--max-line BYTES] [--cgroup DIR] -- "
+                    "COMMAND [ARG]...\n");
     return 2;
 }
 
@@ -184,10 +206,13 @@ int shim_main(int argc, char **argv)
 {
     struct shim s = { .log_fd = -1 };
     int64_t max_line = 65536;
+    const char *cgroup = NULL;
     int i = 1;
     for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
         if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
             s.dir = argv[++i];
+        else if (strcmp(argv[i], "--cgroup") == 0 && i + 1 < argc)
+            cgroup = argv[++i];
         else if (strcmp(argv[i], "--max-line") == 0 && i + 1 < argc &&
                  parse_int64(argv[i + 1], 256, 1 << 24, &max_line) == 0)
             i++;
@@ -215,7 +240,7 @@ int shim_main(int argc, char **argv)
     for (int k = 0; k < 2; k++)
         linesplit_init(&s.split[k], (size_t)max_line);
     int64_t started = clock_now_ns();
-    s.child = spawn(argv + i + 1, out[1], err[1]);
+    s.child = spawn(argv + i + 1, out[1], err[1], cgroup);
     close(out[1]);
     close(err[1]);
     if (s.child > 0)
@@ -226,12 +251,18 @@ int shim_main(int argc, char **argv)
     write_atomic(s.dir, "rank.json", json);
     int status = s.child > 0 ? supervise(&s, out[0], err[0], sfd) : (127 << 8);
     flush_records(&s);
-    fsync(s.log_fd);
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
     snprintf(json, sizeof(json), "{\"exit_code\":%d,\"signal\":%d,\"finished_at\":%lld}\n", code,
              sig, (long long)clock_now_ns());
-    write_atomic(s.dir, "status.json", json);
+    /* The daemon reads the rank's end from status.json, after its log: while the disk is full,
+     * wait for room (up to an hour) rather than lose the last lines or the exit status. */
+    for (int tries = 0; tries < 3600; tries++) {
+        if (s.out.len == 0 && (fsync(s.log_fd), write_atomic(s.dir, "status.json", json) == 0))
+            break;
+        clock_sleep_ms(1000);
+        flush_records(&s);
+    }
     for (int k = 0; k < 2; k++)
         linesplit_release(&s.split[k]);
     buf_release(&s.out);

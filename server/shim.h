@@ -2,7 +2,8 @@
 #ifndef TY_SHIM_H
 #define TY_SHIM_H
 
-/* Entry point of `trainyard shim --dir DIR [--max-line N] -- COMMAND...`; returns exit status. */
+/* Entry point of `trainyard shim --dir DIR [--max-line N] [--cgroup DIR] -- COMMAND...` (the
+ * rank runs in the memory cgroup DIR when given); returns exit status. */
 int shim_main(int argc, char **argv);
 
 #endif

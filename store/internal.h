@@ -28,6 +28,7 @@ enum store_module {
     MOD_NODES,
     MOD_RENDEZVOUS,
     MOD_MISC,
+    MOD_FINDINGS,
     MOD_COUNT
 };
 #define STMTS_PER_MODULE 48
@@ -74,7 +75,10 @@ void conn_close(struct conn *c);
 
 /* Writer lifecycle (writer.c), used by store_open/store_close. */
 struct writer;
-struct writer *writer_start(struct conn *c, int max_batch, struct err *err);
+/* dir: where the database lives; writes are refused (ERR_UNAVAILABLE, "disk full") while its
+ * disk has less than opts->min_free_bytes free (dir NULL: no guard). */
+struct writer *writer_start(struct conn *c, const char *dir, const struct store_options *opts,
+                            struct err *err);
 void writer_stop(struct writer *w);
 void writer_submit(struct writer *w, store_apply_fn apply, void *arg, store_done_fn done,
                    void *ctx);

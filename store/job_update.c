@@ -47,8 +47,8 @@ static const char *const sql[] = {
                " started_at = CASE WHEN :f_started THEN :started_at ELSE started_at END,"
                " finished_at = CASE WHEN :f_finished THEN :finished_at ELSE finished_at END"
                " WHERE job_pk = :pk AND (:rank < 0 OR rank = :rank)",
-    [U_EVENTS] = "SELECT seq, time, type, reason, message, rank, source FROM events"
-                 " WHERE job_pk = :pk AND seq > :after ORDER BY seq LIMIT :limit",
+    [U_EVENTS] = ("SELECT seq, time, type, reason, message, rank, source FROM events"
+                  " WHERE job_pk = :pk AND seq > :after ORDER BY seq LIMIT :limit"),
 };
 
 #define STMT(c, i, err) stmt((c), MOD_JOB_UPDATES, (i), sql[(i)], (err))

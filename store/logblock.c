@@ -74,7 +74,8 @@ void logblock_add(struct logblock *b, const struct log_line *l, int rank)
     }
     put_varint(&b->raw, (uint64_t)l->src);
     buf_putc(&b->raw, (char)l->flags);
-    put_varint(&b->raw, zigzag(l->time - b->prev_time));
+    /* Deltas wrap modulo 2^64 both ways: exact for any two times, never an overflow. */
+    put_varint(&b->raw, zigzag((int64_t)((uint64_t)l->time - (uint64_t)b->prev_time)));
     put_varint(&b->raw, l->len);
     buf_append(&b->raw, l->text, l->len);
     b->prev_time = l->time;
@@ -153,7 +154,7 @@ int logblock_decode(const void *data, size_t len, int64_t first_seq, int64_t fir
         int flags = *p++;
         if (get_varint(&p, end, &delta) < 0 || get_varint(&p, end, &n) < 0 || n > (size_t)(end - p))
             return err_set(err, ERR_IO, "log block is truncated");
-        time += unzigzag(delta);
+        time = (int64_t)((uint64_t)time + (uint64_t)unzigzag(delta)); /* see logblock_add */
         struct log_line l = { .seq = seq,
                               .time = time,
                               .src = (int)src,

@@ -65,6 +65,7 @@ static void clear_job(struct logcache *lc, struct cjob *j)
 static void free_job(struct logcache *lc, struct cjob *j)
 {
     clear_job(lc, j);
+    lc->bytes -= sizeof(*j);
     for (size_t i = 0; i < j->nsources; i++)
         free(j->sources[i].pod);
     free(j->sources);
@@ -145,6 +146,7 @@ void logcache_put(struct logcache *lc, int64_t job_pk, const struct log_line *li
     struct cjob *j = find(lc, job_pk);
     if (!j) {
         j = XNEW(struct cjob);
+        lc->bytes += sizeof(*j); /* 32 KiB of ring: many small jobs must count too */
         j->pk = job_pk;
         j->next = lc->jobs;
         lc->jobs = j;
@@ -172,6 +174,14 @@ void logcache_put(struct logcache *lc, int64_t job_pk, const struct log_line *li
     }
     evict(lc, j);
     pthread_mutex_unlock(&lc->lock);
+}
+
+size_t logcache_bytes(struct logcache *lc)
+{
+    pthread_mutex_lock(&lc->lock);
+    size_t n = lc->bytes;
+    pthread_mutex_unlock(&lc->lock);
+    return n;
 }
 
 void logcache_drop(struct logcache *lc, int64_t job_pk)

@@ -22,6 +22,8 @@ void logcache_free(struct logcache *lc);
  * maps src to rank/pid/pod for the sources seen in this append. */
 void logcache_put(struct logcache *lc, int64_t job_pk, const struct log_line *lines, size_t n,
                   const struct log_source_new *sources, size_t nsources);
+/* Memory held, within max_bytes (for /metrics). */
+size_t logcache_bytes(struct logcache *lc);
 /* Forgets a job (deleted, or its lines were dropped). */
 void logcache_drop(struct logcache *lc, int64_t job_pk);
 /* Answers q from memory when every line it asks for is cached: returns 1 (fn was called for

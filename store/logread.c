@@ -25,13 +25,13 @@ static const char *const sql[] = {
                    " FROM log_blocks WHERE job_pk = :pk AND first_seq < :before"
                    " AND last_seq > :after ORDER BY first_seq DESC",
     [R_DATA] = "SELECT data FROM log_data WHERE block_id = :id",
-    [R_SOURCES] = "SELECT src, rank, pod, pid FROM log_sources WHERE job_pk = :pk",
+    [R_SOURCES] = "SELECT src, rank, pod, pid, attempt FROM log_sources WHERE job_pk = :pk",
 };
 
 #define STMT(c, i, err) stmt((c), MOD_LOG_READS, (i), sql[(i)], (err))
 
 struct source {
-    int rank, pid;
+    int rank, pid, attempt;
     char *pod;
 };
 
@@ -69,6 +69,7 @@ static int load_sources(struct reader *r, struct err *err)
         r->sources[src].rank = (int)col_int(s, 1);
         r->sources[src].pod = col_text(s, 2)[0] ? xstrdup(col_text(s, 2)) : NULL;
         r->sources[src].pid = (int)col_int(s, 3);
+        r->sources[src].attempt = (int)col_int(s, 4);
     }
     sqlite3_reset(s);
     return 0;
@@ -118,6 +119,7 @@ static int forward_line(void *ctx, struct log_line *l)
         l->rank = r->sources[l->src].rank;
         l->pid = r->sources[l->src].pid;
         l->pod = r->sources[l->src].pod;
+        l->attempt = r->sources[l->src].attempt;
     }
     if (r->q->before && l->seq >= r->q->before)
         return 1;

@@ -36,10 +36,11 @@ struct log_line {
     int flags;
     const char *text;
     size_t len;
-    /* Filled in by reads from the source: */
+    /* Filled in by reads from the source (and by the collector for its hooks): */
     int rank;
     int pid;
     const char *pod;
+    int attempt;
 };
 
 struct log_source_new {

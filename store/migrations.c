@@ -270,10 +270,64 @@ static const char *const migrations[] = {
     "CREATE TABLE webhook_cursors ("
     "  job_pk INTEGER PRIMARY KEY REFERENCES jobs(pk) ON DELETE CASCADE,"
     "  seq INTEGER NOT NULL);",
-    /* 4: events that come from outside (Kubernetes Events) carry their identity, so that
+    /* 4: diagnosis (per attempt: summary, progress, stall, health; findings), metric time
+     * series, node marks. See store/findings.c, store/metrics.c, store/nodes.c. */
+    "CREATE TABLE diagnoses ("
+    "  job_pk INTEGER NOT NULL REFERENCES jobs(pk) ON DELETE CASCADE,"
+    "  attempt INTEGER NOT NULL,"
+    "  summary TEXT," /* JSON; NULL: nothing failed (so far) */
+    "  findings_dropped INTEGER NOT NULL DEFAULT 0,"
+    "  progress TEXT," /* JSON: step, total, loss, throughput, ETA */
+    "  stalled INTEGER NOT NULL DEFAULT 0,"
+    "  stall TEXT,"    /* JSON: the stall verdict and each rank's last line */
+    "  health TEXT,"   /* JSON: per rank and node (heartbeats, GPUs) */
+    "  decision TEXT," /* JSON: the restart decision when the attempt failed */
+    "  updated_at INTEGER NOT NULL,"
+    "  PRIMARY KEY (job_pk, attempt)) WITHOUT ROWID;"
+    "CREATE TABLE findings ("
+    "  job_pk INTEGER NOT NULL REFERENCES jobs(pk) ON DELETE CASCADE,"
+    "  attempt INTEGER NOT NULL,"
+    "  key TEXT NOT NULL," /* pattern|kind|log rank|first evidence or time */
+    "  time INTEGER NOT NULL,"
+    "  ord INTEGER NOT NULL," /* position in the diagnosis when last saved */
+    "  kind TEXT NOT NULL,"
+    "  role TEXT NOT NULL,"
+    "  rank INTEGER,"
+    "  node TEXT NOT NULL DEFAULT '',"
+    "  body TEXT NOT NULL," /* the finding as GET /v1/jobs/{id}/diagnosis shows it */
+    "  PRIMARY KEY (job_pk, attempt, key)) WITHOUT ROWID;"
+    "CREATE INDEX findings_by_node ON findings(node, time) WHERE node <> '';"
+    "CREATE TABLE metric_series ("
+    "  pk INTEGER PRIMARY KEY,"
+    "  job_pk INTEGER NOT NULL REFERENCES jobs(pk) ON DELETE CASCADE,"
+    "  name TEXT NOT NULL,"
+    "  rank INTEGER NOT NULL,"
+    "  source TEXT NOT NULL," /* log | report: the one source whose points it keeps */
+    "  UNIQUE (job_pk, name, rank));"
+    /* Points of one series from one append, packed (see store/metrics.c for the format). */
+    "CREATE TABLE metric_blocks ("
+    "  id INTEGER PRIMARY KEY,"
+    "  series INTEGER NOT NULL REFERENCES metric_series(pk) ON DELETE CASCADE,"
+    "  first_time INTEGER NOT NULL,"
+    "  last_time INTEGER NOT NULL,"
+    "  npoints INTEGER NOT NULL,"
+    "  data BLOB NOT NULL);"
+    "CREATE INDEX metric_blocks_by_series ON metric_blocks(series, first_time);"
+    "CREATE TABLE node_marks ("
+    "  name TEXT PRIMARY KEY,"
+    "  state TEXT NOT NULL," /* suspect | bad */
+    "  reason TEXT NOT NULL,"
+    "  message TEXT NOT NULL DEFAULT '',"
+    "  source TEXT NOT NULL DEFAULT ''," /* admin | preflight | diagnosis | dcgm */
+    "  job_id TEXT NOT NULL DEFAULT '',"
+    "  created_by TEXT NOT NULL DEFAULT '',"
+    "  created_at INTEGER NOT NULL,"
+    "  updated_at INTEGER NOT NULL) WITHOUT ROWID;",
+    /* 5: events that come from outside (Kubernetes Events) carry their identity, so that
      * seeing one again after a re-list or a daemon restart does not add it twice */
     "ALTER TABLE events ADD COLUMN ext_id TEXT;"
-    "CREATE UNIQUE INDEX events_by_ext_id ON events(job_pk, ext_id) WHERE ext_id IS NOT NULL;",
+    "CREATE UNIQUE INDEX events_by_ext_id ON events(job_pk, ext_id)"
+    "  WHERE ext_id IS NOT NULL;",
 };
 
 static int user_version(struct conn *c, int *version, struct err *err)

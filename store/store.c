@@ -135,7 +135,11 @@ struct store *store_open(const char *path, const struct store_options *opts, str
         st->schema_version = (int)sqlite3_column_int(s, 0);
     if (s)
         sqlite3_reset(s);
-    st->writer = writer_start(wc, st->opts.max_batch, err);
+    char *dir = xstrdup(path), *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0';
+    st->writer = writer_start(wc, slash ? (slash == dir ? "/" : dir) : ".", &st->opts, err);
+    free(dir);
     if (!st->writer)
         goto fail;
     st->logcache = logcache_new(64u << 20);
@@ -182,6 +186,8 @@ int store_schema_version(struct store *st)
 void store_stats(struct store *st, struct store_stats *out)
 {
     writer_stats(st->writer, out);
+    out->sqlite_memory_bytes = (uint64_t)sqlite3_memory_used();
+    out->log_cache_bytes = st->logcache ? logcache_bytes(st->logcache) : 0;
 }
 
 void store_write_async(struct store *st, store_apply_fn apply, void *arg, store_done_fn done,
@@ -275,16 +281,26 @@ sqlite3_stmt *stmt(struct conn *c, enum store_module mod, int index, const char 
     return *slot;
 }
 
+/* Tells a client when a temporary failure is worth retrying (the Retry-After of its 503). */
+static int retry_after(struct err *err, int seconds)
+{
+    if (err && err->code == ERR_UNAVAILABLE && !err->retry_after)
+        err->retry_after = seconds;
+    return -1;
+}
+
 int sql_fail(struct conn *c, struct err *err, const char *what)
 {
     int code = sqlite3_extended_errcode(c->db);
     const char *msg = sqlite3_errmsg(c->db);
     switch (code & 0xff) {
     case SQLITE_FULL:
-        return err_set(err, ERR_UNAVAILABLE, "%s: disk full", what);
+        err_set(err, ERR_UNAVAILABLE, "%s: disk full", what);
+        return retry_after(err, 10);
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
-        return err_set(err, ERR_UNAVAILABLE, "%s: database busy", what);
+        err_set(err, ERR_UNAVAILABLE, "%s: database busy", what);
+        return retry_after(err, 2);
     case SQLITE_CONSTRAINT:
         return err_set(err, ERR_CONFLICT, "%s: %s", what, msg);
     case SQLITE_READONLY:

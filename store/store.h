@@ -22,6 +22,8 @@ struct store_options {
     bool sync_full;      /* synchronous=FULL: fsync every commit (power-loss safe); else NORMAL */
     int busy_timeout_ms; /* waiting for another process (the CLI) that holds the write lock */
     int max_batch;       /* writes per group commit */
+    int64_t min_free_bytes; /* below this much free disk, writes are refused (503) before SQLite
+                               runs out of room mid-transaction; 0: 1% of the disk, 1-256 MiB */
 };
 
 /* Opens (creating if needed) and migrates the database at path; starts the writer thread.
@@ -47,6 +49,10 @@ struct store_stats {
     uint64_t writes;
     uint64_t failed_commits;
     uint64_t max_batch_seen;
+    /* Memory of the bounded caches, so that a load test can tell them from a leak: SQLite's
+     * heap (page caches: at most the cache_size of each connection) and the log line cache. */
+    uint64_t sqlite_memory_bytes;
+    uint64_t log_cache_bytes;
 };
 void store_stats(struct store *st, struct store_stats *out);
 

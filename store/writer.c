@@ -6,7 +6,9 @@
  */
 #include <pthread.h>
 #include <stdbool.h>
+#include <sys/statvfs.h>
 
+#include "server/core/clock.h"
 #include "server/core/xalloc.h"
 #include "store/internal.h"
 
@@ -29,6 +31,13 @@ struct writer {
     bool stopping;
     int max_batch;
     struct store_stats stats;
+    char *dir;        /* the database's directory, for the free space guard (NULL: none) */
+    int64_t min_free; /* bytes; 0: a share of the disk */
+    int64_t space_checked;
+    bool space_low;
+    char space_msg[ERR_MSG_MAX];
+    int busy_timeout_ms;
+    bool locked; /* another process held the write lock at the last BEGIN */
 };
 
 static struct wop *take_batch(struct writer *w)
@@ -80,9 +89,50 @@ static void fail_batch(struct wop *batch, const struct err *cause)
         if (op->rc == 0) {
             err_release(&op->err);
             err_set(&op->err, cause->code, "%s", cause->msg);
+            op->err.retry_after = cause->retry_after;
         }
         op->rc = -1;
     }
+}
+
+#define SPACE_CHECK_NS (200 * NS_PER_MS)
+#define MIB            (1024 * 1024ULL)
+
+/* Free space on the database's disk. SQLite needs room to grow its WAL and to checkpoint, and
+ * a batch that finds the disk full fails half-way; below the reserve every batch is refused up
+ * front instead, with a clean "disk full" (503 with Retry-After). Reads keep working. */
+static int check_space(struct writer *w, struct err *err)
+{
+    int64_t now = clock_mono_ns();
+    struct statvfs fs;
+    if (w->dir && now - w->space_checked >= SPACE_CHECK_NS && statvfs(w->dir, &fs) == 0) {
+        w->space_checked = now;
+        uint64_t avail = (uint64_t)fs.f_bavail * fs.f_frsize;
+        uint64_t reserve = (uint64_t)fs.f_blocks * fs.f_frsize / 100;
+        reserve = reserve < MIB ? MIB : reserve > 256 * MIB ? 256 * MIB : reserve;
+        if (w->min_free > 0)
+            reserve = (uint64_t)w->min_free;
+        w->space_low = avail < reserve;
+        snprintf(w->space_msg, sizeof(w->space_msg),
+                 "disk full: %.1f MiB free on the data disk, below the reserve of %.1f MiB",
+                 (double)avail / MIB, (double)reserve / MIB);
+    }
+    if (!w->space_low)
+        return 0;
+    err_set(err, ERR_UNAVAILABLE, "%s", w->space_msg);
+    err->retry_after = 10;
+    return -1;
+}
+
+/* Another process holds the write lock (the sqlite3 CLI, a backup): the first batch waits the
+ * whole busy timeout, later ones only briefly until the lock goes, so that writes queued behind
+ * it get their 503 at once rather than one timeout each. */
+static void set_locked(struct writer *w, bool locked)
+{
+    if (locked == w->locked)
+        return;
+    w->locked = locked;
+    sqlite3_busy_timeout(w->conn->db, locked ? 100 : w->busy_timeout_ms);
 }
 
 static void run_batch(struct writer *w, struct wop *batch)
@@ -95,9 +145,13 @@ static void run_batch(struct writer *w, struct wop *batch)
         err_init(&op->err);
         n++;
     }
-    if (sql_exec(w->conn, "BEGIN IMMEDIATE", &txerr) < 0) {
+    if (check_space(w, &txerr) < 0) {
+        fail_batch(batch, &txerr);
+    } else if (sql_exec(w->conn, "BEGIN IMMEDIATE", &txerr) < 0) {
+        set_locked(w, (sqlite3_errcode(w->conn->db) & 0xff) == SQLITE_BUSY);
         fail_batch(batch, &txerr);
     } else {
+        set_locked(w, false);
         for (struct wop *op = batch; op; op = op->next)
             run_one(w, op);
         if (sql_exec(w->conn, "COMMIT", &txerr) < 0) {
@@ -116,6 +170,9 @@ static void run_batch(struct writer *w, struct wop *batch)
     if ((uint64_t)n > w->stats.max_batch_seen)
         w->stats.max_batch_seen = (uint64_t)n;
     pthread_mutex_unlock(&w->lock);
+    for (struct wop *op = batch; op; op = op->next)
+        if (op->rc < 0 && op->err.code == ERR_UNAVAILABLE)
+            w->space_checked = 0; /* SQLite found the disk full (or locked): look again now */
     err_release(&txerr);
     while (batch) {
         struct wop *next = batch->next;
@@ -138,16 +195,21 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
-struct writer *writer_start(struct conn *c, int max_batch, struct err *err)
+struct writer *writer_start(struct conn *c, const char *dir, const struct store_options *opts,
+                            struct err *err)
 {
     struct writer *w = XNEW(struct writer);
+    w->dir = dir ? xstrdup(dir) : NULL;
+    w->min_free = opts->min_free_bytes;
+    w->busy_timeout_ms = opts->busy_timeout_ms;
     w->conn = c;
-    w->max_batch = max_batch;
+    w->max_batch = opts->max_batch;
     pthread_mutex_init(&w->lock, NULL);
     pthread_cond_init(&w->cond, NULL);
     if (pthread_create(&w->thread, NULL, writer_main, w) != 0) {
         pthread_cond_destroy(&w->cond);
         pthread_mutex_destroy(&w->lock);
+        free(w->dir);
         free(w);
         err_set(err, ERR_INTERNAL, "cannot start the database writer thread");
         return NULL;
@@ -167,6 +229,7 @@ void writer_stop(struct writer *w)
     conn_close(w->conn);
     pthread_cond_destroy(&w->cond);
     pthread_mutex_destroy(&w->lock);
+    free(w->dir);
     free(w);
 }
 

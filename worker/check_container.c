@@ -2,7 +2,8 @@
  * check_container: what the container gives the job, checked with libc only.
  *   container.shm          /dev/shm size >= need (Docker's 64 MiB default breaks NCCL and
  *                          PyTorch data loaders)
- *   container.disk         free space under the checkpoint directory
+ *   container.disk         free space under the checkpoint directory (or, before the first
+ *                          checkpoint made it, under its nearest existing parent)
  *   container.memlock      RLIMIT_MEMLOCK; EFA registers memory and needs it unlimited
  *   container.master_addr  MASTER_ADDR resolves
  *   container.master_port  MASTER_PORT can be bound (rank 0 only: it is the one that listens)
@@ -12,6 +13,7 @@
 #include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -37,26 +39,47 @@ static void check_shm(struct check_ctx *c)
                                 : "");
 }
 
+/* dir, or its nearest existing parent when it is still to be made (the first attempt of a job:
+ * the trainer or the framework creates it), in buf. */
+static const char *existing(const char *dir, char *buf, size_t size)
+{
+    struct stat st;
+    snprintf(buf, size, "%s", dir);
+    while (stat(buf, &st) < 0 && errno == ENOENT) {
+        char *slash = strrchr(buf, '/');
+        if (!slash)
+            return ".";
+        slash[slash == buf] = '\0'; /* "/a" -> "/" */
+    }
+    return buf;
+}
+
 static void check_disk(struct check_ctx *c)
 {
     const char *dir = c->opts->ckpt_dir;
+    char parent[4096];
     struct statvfs sv;
     if (!dir) {
         preflight_add(c->report, "container.disk", PF_SKIP, NULL,
                       "skipped: no checkpoint directory (TRAINYARD_CHECKPOINT_DIR)");
         return;
     }
-    if (statvfs(dir, &sv) < 0) {
-        preflight_add(c->report, "container.disk", PF_FAIL, NULL, "%s: %s", dir, strerror(errno));
+    const char *at = existing(dir, parent, sizeof(parent));
+    if (statvfs(at, &sv) < 0) {
+        preflight_add(c->report, "container.disk", PF_FAIL, NULL, "%s: %s", at, strerror(errno));
         return;
     }
     double avail = (double)sv.f_bavail * (double)sv.f_frsize;
-    int writable = access(dir, W_OK) == 0;
-    json_t *d = json_pack("{s:s,s:f,s:I,s:b}", "path", dir, "free_bytes", avail, "need_bytes",
-                          (json_int_t)c->opts->disk_min, "writable", writable);
+    int writable = access(at, W_OK) == 0;
+    json_t *d = json_pack("{s:s,s:s,s:f,s:I,s:b}", "path", dir, "existing", at, "free_bytes", avail,
+                          "need_bytes", (json_int_t)c->opts->disk_min, "writable", writable);
     enum pf_status st = avail >= (double)c->opts->disk_min && writable ? PF_PASS : PF_FAIL;
-    preflight_add(c->report, "container.disk", st, d, "%s: %.0f MiB free, need %.0f MiB%s", dir,
-                  avail / MiB, (double)c->opts->disk_min / MiB, writable ? "" : ", not writable");
+    char where[sizeof(parent) + 32] = "";
+    if (strcmp(at, dir) != 0)
+        snprintf(where, sizeof(where), " (to be made in %s)", at);
+    preflight_add(c->report, "container.disk", st, d, "%s%s: %.0f MiB free, need %.0f MiB%s", dir,
+                  where, avail / MiB, (double)c->opts->disk_min / MiB,
+                  writable ? "" : ", not writable");
 }
 
 static void check_memlock(struct check_ctx *c)

@@ -9,10 +9,20 @@
  * With several ranks on a node (LOCAL_WORLD_SIZE > 1) each rank tests its own device,
  * LOCAL_RANK; alone it tests them all. Without a device: "skipped: no GPU". Built without the
  * toolkit (TY_CUDA=OFF): "skipped: built without CUDA". Every CUDA and cuBLAS call is checked.
+ *
+ * The libraries are compiled against the toolkit's headers but loaded at run time (dynlib.h),
+ * the first time the check runs (cuBLAS only once a GPU was found), through a table of the
+ * functions used here: without them the check says "skipped: CUDA runtime not found
+ * (libcudart.so.13)". Not thread-safe (preflight's thread only).
  */
 #include "worker/checks.h"
 
 #ifndef TY_HAVE_CUDA
+
+int check_cuda_load(struct err *err)
+{
+    return err_set(err, ERR_UNSUPPORTED, "built without CUDA");
+}
 
 void check_cuda(struct check_ctx *c)
 {
@@ -27,23 +37,94 @@ void check_cuda(struct check_ctx *c)
 #include <cuda_runtime_api.h>
 
 #include "server/core/xalloc.h"
+#include "worker/dynlib.h"
 #include "worker/gpuref.h"
+
+/* Every function of the two libraries this file calls, as cu.<name>. */
+#define CUDART_FUNCS(X)                                                                            \
+    X(cudaGetDeviceCount)                                                                          \
+    X(cudaGetDeviceProperties)                                                                     \
+    X(cudaGetErrorString)                                                                          \
+    X(cudaSetDevice)                                                                               \
+    X(cudaMemGetInfo)                                                                              \
+    X(cudaMalloc)                                                                                  \
+    X(cudaFree)                                                                                    \
+    X(cudaMemset)                                                                                  \
+    X(cudaMemcpy)                                                                                  \
+    X(cudaEventCreate)                                                                             \
+    X(cudaEventDestroy)                                                                            \
+    X(cudaEventRecord)                                                                             \
+    X(cudaEventSynchronize)                                                                        \
+    X(cudaEventElapsedTime)
+#define CUBLAS_FUNCS(X)                                                                            \
+    X(cublasCreate)                                                                                \
+    X(cublasDestroy)                                                                               \
+    X(cublasGemmEx)                                                                                \
+    X(cublasGetStatusString)
+
+#define FIELD(f) __typeof__(&f) f;
+static struct {
+    CUDART_FUNCS(FIELD)
+    CUBLAS_FUNCS(FIELD)
+} cu;
+#undef FIELD
+static int rt_loaded, blas_loaded;
+
+#define RESOLVE(f)                                                                                 \
+    if (!(cu.f = (__typeof__(cu.f))dynlib_sym(lib, so, DYNLIB_STR(f), err)))                       \
+        return -1;
+
+/* The sonames of the toolkit the headers came from: its ABI is the one compiled in. The
+ * runtime is small; cuBLAS (with cuBLASLt, ~600 MB) is loaded only where there is a GPU. */
+static int load_runtime(struct err *err)
+{
+    char so[32];
+    void *lib;
+    if (rt_loaded)
+        return 0;
+    snprintf(so, sizeof(so), "libcudart.so.%d", CUDART_VERSION / 1000);
+    if (!(lib = dynlib_open("CUDA runtime", so, err)))
+        return -1;
+    CUDART_FUNCS(RESOLVE)
+    rt_loaded = 1;
+    return 0;
+}
+
+static int load_blas(struct err *err)
+{
+    char so[32];
+    void *lib;
+    if (blas_loaded)
+        return 0;
+    snprintf(so, sizeof(so), "libcublas.so.%d", CUBLAS_VER_MAJOR);
+    if (!(lib = dynlib_open("cuBLAS", so, err)))
+        return -1;
+    CUBLAS_FUNCS(RESOLVE)
+    blas_loaded = 1;
+    return 0;
+}
+
+int check_cuda_load(struct err *err)
+{
+    return load_runtime(err) < 0 || load_blas(err) < 0 ? -1 : 0;
+}
+#undef RESOLVE
 
 #define CU(call)                                                                                   \
     do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
+        cudaError_t e_ = (cu.call);                                                                \
         if (e_ != cudaSuccess) {                                                                   \
             err_set(err, ERR_IO, "%s:%d: %s: %s", __FILE__, __LINE__, #call,                       \
-                    cudaGetErrorString(e_));                                                       \
+                    cu.cudaGetErrorString(e_));                                                    \
             goto out;                                                                              \
         }                                                                                          \
     } while (0)
 #define CB(call)                                                                                   \
     do {                                                                                           \
-        cublasStatus_t s_ = (call);                                                                \
+        cublasStatus_t s_ = (cu.call);                                                             \
         if (s_ != CUBLAS_STATUS_SUCCESS) {                                                         \
             err_set(err, ERR_IO, "%s:%d: %s: %s", __FILE__, __LINE__, #call,                       \
-                    cublasGetStatusString(s_));                                                    \
+                    cu.cublasGetStatusString(s_));                                                 \
             goto out;                                                                              \
         }                                                                                          \
     } while (0)
@@ -119,11 +200,11 @@ static int memory_test(struct gpu *g, struct err *err)
     ret = 0;
 out:
     if (e0)
-        cudaEventDestroy(e0);
+        cu.cudaEventDestroy(e0);
     if (e1)
-        cudaEventDestroy(e1);
+        cu.cudaEventDestroy(e1);
     if (d)
-        cudaFree(d);
+        cu.cudaFree(d);
     free(h);
     return ret;
 }
@@ -151,9 +232,9 @@ static int gemm_check(cublasHandle_t cb, struct gpu *g, struct err *err)
     g->gemm_err = gpuref_max_rel_err(hc, ref, M * M);
     ret = 0;
 out:
-    cudaFree(da);
-    cudaFree(db);
-    cudaFree(dc);
+    cu.cudaFree(da);
+    cu.cudaFree(db);
+    cu.cudaFree(dc);
     return ret;
 }
 
@@ -185,12 +266,12 @@ static int gemm_rate(cublasHandle_t cb, struct gpu *g, struct err *err)
     ret = 0;
 out:
     if (e0)
-        cudaEventDestroy(e0);
+        cu.cudaEventDestroy(e0);
     if (e1)
-        cudaEventDestroy(e1);
-    cudaFree(a);
-    cudaFree(b);
-    cudaFree(c);
+        cu.cudaEventDestroy(e1);
+    cu.cudaFree(a);
+    cu.cudaFree(b);
+    cu.cudaFree(c);
     return ret;
 }
 
@@ -237,39 +318,55 @@ static void test_device(struct check_ctx *c, int dev)
     cublasHandle_t cb = NULL;
     err_init(&err);
     err_init(&gerr);
-    if (cudaSetDevice(dev) != cudaSuccess)
+    if (cu.cudaSetDevice(dev) != cudaSuccess)
         return;
     add_info(c, &g, &err);
     err_release(&err);
     err_init(&err);
     memory_test(&g, &err);
     judge_memory(c, &g, &err);
-    if (cublasCreate(&cb) != CUBLAS_STATUS_SUCCESS)
+    if (load_blas(&gerr) == 0 && cu.cublasCreate(&cb) != CUBLAS_STATUS_SUCCESS)
         err_set(&gerr, ERR_IO, "cublasCreate failed");
-    else if (gemm_check(cb, &g, &gerr) == 0)
+    if (!err_is_set(&gerr) && gemm_check(cb, &g, &gerr) == 0) /* else: the GEMM check fails */
         gemm_rate(cb, &g, &gerr);
     judge_gemm(c, &g, &gerr);
     if (cb)
-        cublasDestroy(cb);
+        cu.cublasDestroy(cb);
     err_release(&err);
     err_release(&gerr);
 }
 
+/* Absent libraries are a machine without GPUs; present but unusable ones are worth a warning. */
+static void report_unloaded(struct check_ctx *c, const struct err *err)
+{
+    int want = c->opts->gpus;
+    enum pf_status st = want > 0 ? PF_FAIL : err->code == ERR_NOT_FOUND ? PF_SKIP : PF_WARN;
+    preflight_add(c->report, "gpu", st, NULL, "%s%s%s", st == PF_SKIP ? "skipped: " : "", err->msg,
+                  want > 0 ? ", but GPUs requested" : "");
+}
+
 void check_cuda(struct check_ctx *c)
 {
-    int n = 0;
-    cudaError_t e = cudaGetDeviceCount(&n);
-    int want = c->opts->gpus;
+    int n = 0, want = c->opts->gpus;
+    struct err lerr;
+    err_init(&lerr);
+    c->gpus_found = 0;
+    if (load_runtime(&lerr) < 0) {
+        report_unloaded(c, &lerr);
+        err_release(&lerr);
+        return;
+    }
+    cudaError_t e = cu.cudaGetDeviceCount(&n);
     c->gpus_found = e == cudaSuccess ? n : 0;
     if (e != cudaSuccess && e != cudaErrorNoDevice && e != cudaErrorInsufficientDriver) {
         preflight_add(c->report, "gpu.count", PF_FAIL, NULL, "cudaGetDeviceCount: %s",
-                      cudaGetErrorString(e));
+                      cu.cudaGetErrorString(e));
         return;
     }
     if (c->gpus_found == 0) {
         preflight_add(c->report, "gpu", want > 0 ? PF_FAIL : PF_SKIP, NULL, "%s (%s)",
                       want > 0 ? "no GPU, but GPUs requested" : "skipped: no GPU",
-                      e == cudaSuccess ? "0 devices" : cudaGetErrorString(e));
+                      e == cudaSuccess ? "0 devices" : cu.cudaGetErrorString(e));
         return;
     }
     preflight_add(c->report, "gpu.count", want == 0 || n == want ? PF_PASS : PF_FAIL,

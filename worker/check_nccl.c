@@ -6,10 +6,22 @@
  * communicator is aborted instead of hanging the pod.
  *   nccl.allreduce   result verified, bus bandwidth of a 256 MiB all-reduce against the figure
  *                    for TRAINYARD_INSTANCE_TYPE (none known: warn)
+ * NCCL and the CUDA runtime are compiled against their headers and loaded at run time
+ * (dynlib.h), only when the check runs on GPUs with several ranks; without NCCL it says
+ * "skipped: NCCL not found (libnccl.so.2)". Not thread-safe (preflight's thread only).
  */
 #include "worker/checks.h"
 
 #ifndef TY_HAVE_NCCL
+
+int check_nccl_load(struct err *err)
+{
+#ifdef TY_HAVE_CUDA
+    return err_set(err, ERR_UNSUPPORTED, "built without NCCL");
+#else
+    return err_set(err, ERR_UNSUPPORTED, "built without CUDA");
+#endif
+}
 
 void check_nccl(struct check_ctx *c)
 {
@@ -27,22 +39,75 @@ void check_nccl(struct check_ctx *c)
 
 #include "server/core/clock.h"
 #include "server/core/xalloc.h"
+#include "worker/dynlib.h"
+
+/* Every function of NCCL and the CUDA runtime this file calls, as nc.<name>. */
+#define NCCL_FUNCS(X)                                                                              \
+    X(ncclGetErrorString)                                                                          \
+    X(ncclGetUniqueId)                                                                             \
+    X(ncclCommInitRankConfig)                                                                      \
+    X(ncclCommGetAsyncError)                                                                       \
+    X(ncclAllReduce)                                                                               \
+    X(ncclCommAbort)                                                                               \
+    X(ncclCommDestroy)
+#define CUDART_FUNCS(X)                                                                            \
+    X(cudaGetErrorString)                                                                          \
+    X(cudaSetDevice)                                                                               \
+    X(cudaStreamCreate)                                                                            \
+    X(cudaStreamDestroy)                                                                           \
+    X(cudaStreamQuery)                                                                             \
+    X(cudaMalloc)                                                                                  \
+    X(cudaFree)                                                                                    \
+    X(cudaMemcpy)
+
+#define FIELD(f) __typeof__(&f) f;
+static struct {
+    NCCL_FUNCS(FIELD)
+    CUDART_FUNCS(FIELD)
+} nc;
+#undef FIELD
+static int nc_loaded;
+
+#define RESOLVE(f)                                                                                 \
+    if (!(nc.f = (__typeof__(nc.f))dynlib_sym(lib, so, DYNLIB_STR(f), err)))                       \
+        return -1;
+
+int check_nccl_load(struct err *err)
+{
+    char rt[32], nccl[32];
+    const char *so = nccl;
+    void *lib;
+    if (nc_loaded)
+        return 0;
+    snprintf(nccl, sizeof(nccl), "libnccl.so.%d", NCCL_MAJOR);
+    snprintf(rt, sizeof(rt), "libcudart.so.%d", CUDART_VERSION / 1000);
+    if (!(lib = dynlib_open("NCCL", nccl, err)))
+        return -1;
+    NCCL_FUNCS(RESOLVE)
+    so = rt;
+    if (!(lib = dynlib_open("CUDA runtime", rt, err)))
+        return -1;
+    CUDART_FUNCS(RESOLVE)
+    nc_loaded = 1;
+    return 0;
+}
+#undef RESOLVE
 
 #define NC(call)                                                                                   \
     do {                                                                                           \
-        ncclResult_t r_ = (call);                                                                  \
+        ncclResult_t r_ = (nc.call);                                                               \
         if (r_ != ncclSuccess && r_ != ncclInProgress) {                                           \
             err_set(err, ERR_IO, "%s:%d: %s: %s", __FILE__, __LINE__, #call,                       \
-                    ncclGetErrorString(r_));                                                       \
+                    nc.ncclGetErrorString(r_));                                                    \
             goto out;                                                                              \
         }                                                                                          \
     } while (0)
 #define CU(call)                                                                                   \
     do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
+        cudaError_t e_ = (nc.call);                                                                \
         if (e_ != cudaSuccess) {                                                                   \
             err_set(err, ERR_IO, "%s:%d: %s: %s", __FILE__, __LINE__, #call,                       \
-                    cudaGetErrorString(e_));                                                       \
+                    nc.cudaGetErrorString(e_));                                                    \
             goto out;                                                                              \
         }                                                                                          \
     } while (0)
@@ -56,27 +121,27 @@ static int comm_wait(ncclComm_t comm, int64_t deadline, struct err *err)
 {
     ncclResult_t st = ncclInProgress;
     while (st == ncclInProgress) {
-        if (ncclCommGetAsyncError(comm, &st) != ncclSuccess)
+        if (nc.ncclCommGetAsyncError(comm, &st) != ncclSuccess)
             return err_set(err, ERR_IO, "ncclCommGetAsyncError failed");
         if (st == ncclInProgress && clock_mono_ns() > deadline)
             return err_set(err, ERR_TIMEOUT, "NCCL did not finish in time (a rank is stuck)");
         if (st == ncclInProgress)
             clock_sleep_ms(1);
     }
-    return st == ncclSuccess ? 0 : err_set(err, ERR_IO, "NCCL: %s", ncclGetErrorString(st));
+    return st == ncclSuccess ? 0 : err_set(err, ERR_IO, "NCCL: %s", nc.ncclGetErrorString(st));
 }
 
 static int stream_wait(ncclComm_t comm, cudaStream_t s, int64_t deadline, struct err *err)
 {
     cudaError_t e;
-    while ((e = cudaStreamQuery(s)) == cudaErrorNotReady) {
+    while ((e = nc.cudaStreamQuery(s)) == cudaErrorNotReady) {
         if (comm_wait(comm, deadline, err) < 0)
             return -1;
         if (clock_mono_ns() > deadline)
             return err_set(err, ERR_TIMEOUT, "all-reduce did not finish in time");
         clock_sleep_ms(1);
     }
-    return e == cudaSuccess ? 0 : err_set(err, ERR_IO, "%s", cudaGetErrorString(e));
+    return e == cudaSuccess ? 0 : err_set(err, ERR_IO, "%s", nc.cudaGetErrorString(e));
 }
 
 static int init_comm(struct check_ctx *c, ncclComm_t *comm, int64_t deadline, struct err *err)
@@ -168,6 +233,12 @@ void check_nccl(struct check_ctx *c)
                       c->gpus_found ? "skipped: single rank" : "skipped: no GPU");
         return;
     }
+    if (check_nccl_load(err) < 0) { /* PyTorch may bring its own NCCL: absent is not a failure */
+        preflight_add(c->report, "nccl.allreduce", e.code == ERR_NOT_FOUND ? PF_SKIP : PF_FAIL,
+                      NULL, "%s%s", e.code == ERR_NOT_FOUND ? "skipped: " : "", e.msg);
+        err_release(&e);
+        return;
+    }
     int64_t deadline = clock_mono_ns() + (int64_t)c->opts->timeout_ms * NS_PER_MS;
     CU(cudaSetDevice(re->local_rank % c->gpus_found));
     CU(cudaStreamCreate(&s));
@@ -187,13 +258,13 @@ out:
     if (err_is_set(err))
         preflight_add(c->report, "nccl.allreduce", PF_FAIL, NULL, "%s", err->msg);
     if (comm && err_is_set(err))
-        ncclCommAbort(comm);
+        nc.ncclCommAbort(comm);
     else if (comm)
-        ncclCommDestroy(comm);
+        nc.ncclCommDestroy(comm);
     if (dev)
-        cudaFree(dev);
+        nc.cudaFree(dev);
     if (s)
-        cudaStreamDestroy(s);
+        nc.cudaStreamDestroy(s);
     err_release(&e);
 }
 

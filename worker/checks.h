@@ -33,6 +33,12 @@ extern const int checks_count;
 struct rdzv *checks_rdzv(struct check_ctx *c, struct err *err);
 void checks_run_all(struct check_ctx *c);
 
+/* Load the CUDA runtime + cuBLAS, or NCCL + the CUDA runtime (once; the checks call them).
+ * -1 with ERR_NOT_FOUND when a library is absent, ERR_IO when it cannot be loaded or lacks a
+ * function, ERR_UNSUPPORTED when the worker was built without the toolkit. */
+int check_cuda_load(struct err *err);
+int check_nccl_load(struct err *err);
+
 void check_cuda(struct check_ctx *c);
 void check_nccl(struct check_ctx *c);
 void check_fabric(struct check_ctx *c);

@@ -5,6 +5,12 @@
  *
  * Tags: (sequence number of the message between this pair of ranks << 20) | sender rank. Both
  * sides count the messages of each pair, so a message can only match the receive meant for it.
+ *
+ * libfabric itself is loaded on first use (dynlib.h): fabric_open() and the provider queries
+ * load it, so `run` and a single-rank `train` never map it (nor the providers it drags in). The
+ * few exported functions used go through the table `lf`; everything else in <rdma/...> is an
+ * inline call through the objects' operation tables. The table is filled once, from the first
+ * caller's thread; struct fabric itself is not thread-safe.
  */
 #include "worker/fabric.h"
 
@@ -20,6 +26,7 @@
 
 #include "server/core/clock.h"
 #include "server/core/xalloc.h"
+#include "worker/dynlib.h"
 
 #define FABRIC_VERSION FI_VERSION(1, 10)
 #define PIECE_MAX      (8u << 20) /* bytes per message; larger transfers go in pieces */
@@ -43,6 +50,35 @@ struct fabric {
     size_t scratch_n;
 };
 
+/* The exported functions this file calls (fi_allocinfo() is fi_dupinfo(NULL)). */
+#define FABRIC_FUNCS(X) X(fi_getinfo) X(fi_freeinfo) X(fi_dupinfo) X(fi_fabric) X(fi_strerror)
+#define FIELD(f)        __typeof__(&f) f;
+static struct {
+    FABRIC_FUNCS(FIELD)
+} lf;
+#undef FIELD
+static int lf_loaded;
+
+#define RESOLVE(f)                                                                                 \
+    if (!(lf.f = (__typeof__(lf.f))dynlib_sym(lib, so, DYNLIB_STR(f), err)))                       \
+        return -1;
+
+/* ERR_NOT_FOUND when libfabric is not installed. */
+static int load(struct err *err)
+{
+    char so[32];
+    void *lib;
+    if (lf_loaded)
+        return 0;
+    snprintf(so, sizeof(so), "libfabric.so.%d", FI_MAJOR_VERSION);
+    if (!(lib = dynlib_open("libfabric", so, err)))
+        return -1;
+    FABRIC_FUNCS(RESOLVE)
+    lf_loaded = 1;
+    return 0;
+}
+#undef RESOLVE
+
 struct op {
     struct fi_context2 ctx; /* first: libfabric hands &ctx back as op_context */
     int done;
@@ -52,13 +88,15 @@ struct op {
 
 static int fi_fail(struct err *err, const char *what, int rc)
 {
-    return err_set(err, ERR_IO, "libfabric %s: %s", what, fi_strerror(rc < 0 ? -rc : rc));
+    return err_set(err, ERR_IO, "libfabric %s: %s", what, lf.fi_strerror(rc < 0 ? -rc : rc));
 }
 
 struct fabric *fabric_open(const char *provider, struct err *err)
 {
+    if (load(err) < 0)
+        return NULL;
     struct fabric *f = XNEW(struct fabric);
-    struct fi_info *hints = fi_allocinfo();
+    struct fi_info *hints = lf.fi_dupinfo(NULL);
     f->timeout_ms = 60000;
     hints->ep_attr->type = FI_EP_RDM;
     hints->caps = FI_TAGGED;
@@ -68,15 +106,15 @@ struct fabric *fabric_open(const char *provider, struct err *err)
     hints->domain_attr->av_type = FI_AV_TABLE;
     if (provider)
         hints->fabric_attr->prov_name = xstrdup(provider);
-    int rc = fi_getinfo(FABRIC_VERSION, NULL, NULL, 0, hints, &f->info);
-    fi_freeinfo(hints);
+    int rc = lf.fi_getinfo(FABRIC_VERSION, NULL, NULL, 0, hints, &f->info);
+    lf.fi_freeinfo(hints);
     if (rc) {
         fi_fail(err, provider ? provider : "getinfo (no RDM provider with tagged messages)", rc);
         goto fail;
     }
     struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_NONE };
     struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
-    if ((rc = fi_fabric(f->info->fabric_attr, &f->fabric, NULL)) ||
+    if ((rc = lf.fi_fabric(f->info->fabric_attr, &f->fabric, NULL)) ||
         (rc = fi_domain(f->fabric, f->info, &f->domain, NULL)) ||
         (rc = fi_cq_open(f->domain, &cq_attr, &f->cq, NULL)) ||
         (rc = fi_av_open(f->domain, &av_attr, &f->av, NULL)) ||
@@ -109,7 +147,8 @@ void fabric_close(struct fabric *f)
         fi_close(&f->domain->fid);
     if (f->fabric)
         fi_close(&f->fabric->fid);
-    fi_freeinfo(f->info);
+    if (f->info)
+        lf.fi_freeinfo(f->info);
     free(f->peers);
     free(f->send_seq);
     free(f->recv_seq);
@@ -354,7 +393,9 @@ int fabric_allreduce_sum(struct fabric *f, float *data, size_t n, struct err *er
 int fabric_list_providers(struct buf *out, struct err *err)
 {
     struct fi_info *list = NULL;
-    int rc = fi_getinfo(FABRIC_VERSION, NULL, NULL, 0, NULL, &list);
+    if (load(err) < 0)
+        return -1;
+    int rc = lf.fi_getinfo(FABRIC_VERSION, NULL, NULL, 0, NULL, &list);
     if (rc == -FI_ENODATA)
         return 0;
     if (rc)
@@ -371,18 +412,20 @@ int fabric_list_providers(struct buf *out, struct err *err)
         if (!dup)
             buf_printf(out, "%s%s", out->len > start ? "," : "", p);
     }
-    fi_freeinfo(list);
+    lf.fi_freeinfo(list);
     return 0;
 }
 
 int fabric_count_devices(const char *prov, int *count, struct err *err)
 {
-    struct fi_info *hints = fi_allocinfo(), *list = NULL;
+    *count = 0;
+    if (load(err) < 0)
+        return -1;
+    struct fi_info *hints = lf.fi_dupinfo(NULL), *list = NULL;
     hints->ep_attr->type = FI_EP_RDM;
     hints->fabric_attr->prov_name = xstrdup(prov);
-    int rc = fi_getinfo(FABRIC_VERSION, NULL, NULL, 0, hints, &list);
-    fi_freeinfo(hints);
-    *count = 0;
+    int rc = lf.fi_getinfo(FABRIC_VERSION, NULL, NULL, 0, hints, &list);
+    lf.fi_freeinfo(hints);
     if (rc == -FI_ENODATA)
         return 0;
     if (rc)
@@ -399,6 +442,6 @@ int fabric_count_devices(const char *prov, int *count, struct err *err)
         buf_release(&key);
     }
     buf_release(&seen);
-    fi_freeinfo(list);
+    lf.fi_freeinfo(list);
     return 0;
 }

@@ -7,6 +7,9 @@
  * machine. Messages between two ranks match in the order they are posted, so every rank must
  * make the same sequence of calls with a given peer. After a failed or timed-out operation the
  * endpoint is unusable: close it. Not thread-safe: one thread per struct fabric.
+ *
+ * libfabric is loaded when fabric_open() or a provider query first needs it (dynlib.h); those
+ * fail with ERR_NOT_FOUND, "libfabric not found (libfabric.so.1)", where it is not installed.
  */
 #ifndef TY_WORKER_FABRIC_H
 #define TY_WORKER_FABRIC_H

@@ -2,6 +2,7 @@
  * trainyard-worker: the agent inside every training container (docs/worker.md).
  *   preflight [--json]     check the node (GPUs, NCCL, fabric, container) and report
  *   run -- CMD...          run the training command, forward signals, report metrics
+ *                          (--preflight: the node check first; a failed check stops there)
  *   train [...]            the reference trainer
  * Parses flags, sets up signals and stdio, calls the module that does the work; the only
  * file that calls exit().
@@ -20,7 +21,7 @@
 static const char usage[] =
     "usage: trainyard-worker preflight [--json] [--gpus N] [--efa N] [--shm-min BYTES]\n"
     "                                  [--checkpoint-dir DIR] [--disk-min BYTES] [--timeout S]\n"
-    "       trainyard-worker run [--grace S] [--heartbeat S] -- CMD [ARG...]\n"
+    "       trainyard-worker run [--preflight] [--grace S] [--heartbeat S] -- CMD [ARG...]\n"
     "       trainyard-worker train [--data FILE] [--steps N] [--checkpoint-dir DIR]\n"
     "                              [--checkpoint-every N] [--seed S] [--batch N] [--lr X]\n"
     "                              [--context N] [--embed N] [--hidden N] [--log-every N]\n"

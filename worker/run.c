@@ -10,6 +10,7 @@
 #include <getopt.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
@@ -18,6 +19,7 @@
 #include "server/core/buf.h"
 #include "server/core/clock.h"
 #include "server/core/parse.h"
+#include "server/core/xalloc.h"
 #include "worker/metrics.h"
 
 #define LINE_MAX_BYTES (64 * 1024)
@@ -135,17 +137,21 @@ static void on_signal(struct sup *s, int sigfd)
     }
 }
 
-/* In the child: its own group, the parent's death kills it, then exec. Never returns. */
+/* In the child: its own group, the parent's death kills it, then exec. The forwarded signals
+ * get their default action back: one ignored by whoever started the worker (a shell's
+ * background job ignores SIGINT and SIGQUIT) must still stop the command. Never returns. */
 static void exec_child(const struct run_opts *o, const sigset_t *orig, int out_w, int err_w,
                        int errpipe)
 {
     setpgid(0, 0);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     signal(SIGPIPE, SIG_DFL);
+    for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+        signal(forwarded[i], SIG_DFL);
     sigprocmask(SIG_SETMASK, orig, NULL);
     dup2(out_w, 1);
     dup2(err_w, 2);
-    execvp(o->argv[0], o->argv);
+    execvpe(o->argv[0], o->argv, o->envp ? o->envp : environ);
     int e = errno;
     if (write(errpipe, &e, sizeof(e)) < 0)
         _exit(127);
@@ -221,16 +227,17 @@ static void loop(struct sup *s, int sigfd)
 
 static int report_exit(struct sup *s)
 {
+    const char *name = s->o->name ? s->o->name : s->o->argv[0];
     int st = s->status, code;
     if (WIFSIGNALED(st)) {
         code = 128 + WTERMSIG(st);
-        fprintf(stderr, "trainyard-worker: %s killed by signal %d (%s)%s\n", s->o->argv[0],
-                WTERMSIG(st), strsignal(WTERMSIG(st)), s->killed ? " after the grace period" : "");
+        fprintf(stderr, "trainyard-worker: %s killed by signal %d (%s)%s\n", name, WTERMSIG(st),
+                strsignal(WTERMSIG(st)), s->killed ? " after the grace period" : "");
         if (s->o->reporter)
             reporter_set_exit(s->o->reporter, 0, WTERMSIG(st));
     } else {
         code = WEXITSTATUS(st);
-        fprintf(stderr, "trainyard-worker: %s exited with status %d\n", s->o->argv[0], code);
+        fprintf(stderr, "trainyard-worker: %s exited with status %d\n", name, code);
         if (s->o->reporter)
             reporter_set_exit(s->o->reporter, code, 0);
     }
@@ -291,34 +298,137 @@ static int duration_ms(const char *name, const char *text, int64_t def, int64_t 
     return 0;
 }
 
-int run_main(int argc, char **argv, const struct rankenv *re)
+/* The environment of the preflight (see run_preflight). Caller frees with strv_free(). */
+static char **preflight_env(void)
+{
+    const char *nnodes = rankenv_get("PET_NNODES"), *node = rankenv_get("PET_NODE_RANK");
+    int nodes = 0, per_node = nnodes && !rankenv_get("LOCAL_RANK") &&
+                              parse_int(nnodes, 1, 1 << 20, &nodes) == 0;
+    size_t n = 0, k = 0;
+    while (environ[n])
+        n++;
+    char **env = xcalloc(n + 3, sizeof(char *));
+    for (size_t i = 0; i < n; i++) {
+        const char *e = environ[i];
+        if (!per_node || (strncmp(e, "RANK=", 5) && strncmp(e, "WORLD_SIZE=", 11) &&
+                          strncmp(e, "LOCAL_WORLD_SIZE=", 17)))
+            env[k++] = xstrdup(e);
+    }
+    if (per_node) {
+        if (!node)
+            node = rankenv_get("RANK");
+        env[k++] = xasprintf("RANK=%s", node ? node : "0");
+        env[k++] = xasprintf("WORLD_SIZE=%d", nodes);
+    }
+    return env;
+}
+
+static void strv_free(char **v)
+{
+    for (char **p = v; p && *p; p++)
+        free(*p);
+    free(v);
+}
+
+int run_preflight(const char *exe, int64_t grace_ms, struct err *err)
+{
+    char *argv[] = { (char *)exe, "preflight", NULL };
+    char **env = preflight_env();
+    struct run_opts o = { .argv = argv, .envp = env, .name = "preflight", .grace_ms = grace_ms };
+    int rc = run_child(&o, err);
+    strv_free(env);
+    return rc;
+}
+
+/* A terminating signal that came (blocked) while the preflight ran: 128+N, else 0. */
+static int pending_stop(void)
+{
+    sigset_t pend;
+    sigpending(&pend);
+    for (size_t i = 0; i < 4; i++) /* SIGTERM, SIGINT, SIGHUP, SIGQUIT */
+        if (sigismember(&pend, forwarded[i]))
+            return 128 + forwarded[i];
+    return 0;
+}
+
+/* --preflight: 0 to go on to the command, else the status to exit with. */
+static int preflight_first(const char *cmd, int64_t grace_ms)
+{
+    char exe[4096];
+    struct err err;
+    err_init(&err);
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    exe[n > 0 ? n : 0] = '\0';
+    int rc = n > 0 ? run_preflight(exe, grace_ms, &err) : 127;
+    if (n <= 0)
+        err_set(&err, ERR_IO, "/proc/self/exe: %s", strerror(errno));
+    if (err_is_set(&err))
+        fprintf(stderr, "trainyard-worker: %s\n", err.msg);
+    if (rc == 0)
+        rc = pending_stop();
+    if (rc != 0)
+        fprintf(stderr, "trainyard-worker: preflight %s: %s not started\n",
+                rc == 1    ? "failed (report above)"
+                : rc > 128 ? "stopped by a signal"
+                           : "did not run",
+                cmd);
+    err_release(&err);
+    return rc;
+}
+
+/* Flags and their variables; 0, or 2 after printing what is wrong. */
+static int parse_flags(int argc, char **argv, int64_t *grace_ms, int64_t *hb_ms, int64_t *cap,
+                       int *preflight)
 {
     static const struct option opts[] = { { "grace", 1, 0, 'g' },
                                           { "heartbeat", 1, 0, 'h' },
+                                          { "preflight", 0, 0, 'p' },
                                           { 0, 0, 0, 0 } };
     const char *grace = rankenv_get("TRAINYARD_GRACE_PERIOD");
     const char *hb = rankenv_get("TRAINYARD_HEARTBEAT_INTERVAL");
+    const char *capv = rankenv_get("TRAINYARD_REPORT_BUFFER");
+    const char *pf = rankenv_get("TRAINYARD_PREFLIGHT");
+    bool on = false;
     int c;
+    if (pf && parse_bool(pf, &on) < 0) {
+        fprintf(stderr, "trainyard-worker: TRAINYARD_PREFLIGHT=%s is not a boolean\n", pf);
+        return 2;
+    }
+    *preflight = on;
     while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
         if (c == '?')
             return 2;
-        *(c == 'g' ? &grace : &hb) = optarg;
+        if (c == 'p')
+            *preflight = 1;
+        else
+            *(c == 'g' ? &grace : &hb) = optarg;
     }
-    int64_t grace_ms, hb_ms, cap = 10000;
-    const char *capv = rankenv_get("TRAINYARD_REPORT_BUFFER");
-    if (duration_ms("grace", grace, 30000, &grace_ms) < 0 ||
-        duration_ms("heartbeat", hb, 10000, &hb_ms) < 0 ||
-        (capv && parse_int64(capv, 1, 10000000, &cap) < 0))
+    *cap = 10000;
+    if (duration_ms("grace", grace, 30000, grace_ms) < 0 ||
+        duration_ms("heartbeat", hb, 10000, hb_ms) < 0 ||
+        (capv && parse_int64(capv, 1, 10000000, cap) < 0))
         return 2;
     if (optind >= argc) {
-        fprintf(stderr, "trainyard-worker run: no command (usage: run [--grace S] -- CMD...)\n");
+        fprintf(stderr, "trainyard-worker run: no command (usage: run [--preflight] [--grace S] "
+                        "-- CMD...)\n");
         return 2;
     }
+    return 0;
+}
+
+int run_main(int argc, char **argv, const struct rankenv *re)
+{
+    int64_t grace_ms, hb_ms, cap;
+    int preflight, rc;
+    if (parse_flags(argc, argv, &grace_ms, &hb_ms, &cap, &preflight))
+        return 2;
     struct err err;
     err_init(&err);
     sigset_t set; /* blocked before the reporter thread starts, so only the signalfd sees them */
     signal_set(&set);
     sigprocmask(SIG_BLOCK, &set, NULL);
+    if (preflight && (rc = preflight_first(argv[optind], grace_ms)) != 0)
+        return rc;
     struct reporter *rep =
         reporter_new(rankenv_get("TRAINYARD_URL"), rankenv_get("TRAINYARD_TOKEN"), re->job_id,
                      re->rank, (size_t)cap, &err);
@@ -329,7 +439,7 @@ int run_main(int argc, char **argv, const struct rankenv *re)
         rep = NULL;
     }
     struct run_opts o = { .argv = argv + optind, .grace_ms = grace_ms, .reporter = rep };
-    int rc = run_child(&o, &err);
+    rc = run_child(&o, &err);
     if (err_is_set(&err))
         fprintf(stderr, "trainyard-worker: %s\n", err.msg);
     if (rep) {

@@ -112,7 +112,11 @@ int clock_parse(const char *text, int64_t *ns)
         .tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d, .tm_hour = h, .tm_min = mi, .tm_sec = s
     };
     time_t sec = timegm(&tm);
-    *ns = ((int64_t)sec - offset) * NS_PER_SEC + frac;
+    /* int64 nanoseconds hold the years 1678 to 2261: outside them there is no such time. */
+    int64_t secs = (int64_t)sec - offset;
+    if (secs <= INT64_MIN / NS_PER_SEC || secs >= INT64_MAX / NS_PER_SEC)
+        return -1;
+    *ns = secs * NS_PER_SEC + frac;
     return 0;
 }
 

@@ -47,6 +47,8 @@ static void add_phrase(struct logmatch *m, const char *p, size_t n)
 {
     m->phrases = xrealloc(m->phrases, (m->nphrases + 1) * sizeof(char *));
     m->phrases[m->nphrases++] = lower_dup(p, n);
+    if (memchr(p, 0x1b, n))
+        return; /* lines are matched without escapes: hardly a match, and no word to require */
     struct phrase_scan ps = { m, p, n };
     words_each(p, n, phrase_word, &ps);
 }

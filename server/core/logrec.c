@@ -33,15 +33,16 @@ long logrec_parse(const char *data, size_t len, struct logrec *r)
         return 0;
     long consumed = (long)(nl - data) + 1;
     const char *p = data;
-    int64_t t = 0;
+    uint64_t t = 0; /* 19 digits fit; the range is checked below */
     int digits = 0;
     while (p < nl && *p >= '0' && *p <= '9' && digits < 19) {
-        t = t * 10 + (*p++ - '0');
+        t = t * 10 + (uint64_t)(*p++ - '0');
         digits++;
     }
-    if (digits == 0 || nl - p < 4 || p[0] != ' ' || (p[1] != 'o' && p[1] != 'e') || p[3] != ' ')
+    if (digits == 0 || t > INT64_MAX || nl - p < 4 || p[0] != ' ' || (p[1] != 'o' && p[1] != 'e') ||
+        p[3] != ' ')
         return -consumed;
-    r->time = t;
+    r->time = (int64_t)t;
     r->stream = p[1] == 'e' ? STREAM_STDERR : STREAM_STDOUT;
     r->flags = p[2] == 'p' ? LINE_PROGRESS : p[2] == 'u' ? LINE_PARTIAL : 0;
     r->text = p + 4;

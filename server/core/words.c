@@ -26,21 +26,55 @@ size_t words_ansi_len(const char *s, size_t len)
     return 2;
 }
 
+/* Length of the run of ANSI escape sequences at text[i], 0 if none. */
+static size_t escapes(const char *text, size_t len, size_t i)
+{
+    size_t n = 0, e;
+    while (i + n < len && (e = words_ansi_len(text + i + n, len - i - n)) > 0)
+        n += e;
+    return n;
+}
+
+/* Reads the word at text[*i] into out, across colour codes inside it ("wat\e[1mchdog"). */
+static void joined_word(const char *text, size_t len, size_t *i, size_t start, struct buf *out)
+{
+    buf_reset(out);
+    buf_append(out, text + start, *i - start);
+    size_t esc = escapes(text, len, *i);
+    while (esc && *i + esc < len && word_char((unsigned char)text[*i + esc])) {
+        *i += esc;
+        size_t s = *i;
+        while (*i < len && word_char((unsigned char)text[*i]))
+            (*i)++;
+        buf_append(out, text + s, *i - s);
+        esc = escapes(text, len, *i);
+    }
+}
+
 void words_each(const char *text, size_t len, void (*fn)(void *ctx, const char *w, size_t n),
                 void *ctx)
 {
+    struct buf joined = BUF_INIT;
     size_t i = 0;
     while (i < len) {
-        while (i < len && !word_char((unsigned char)text[i])) {
-            size_t esc = words_ansi_len(text + i, len - i);
-            i += esc ? esc : 1;
-        }
         size_t start = i;
         while (i < len && word_char((unsigned char)text[i]))
             i++;
-        if (i > start)
+        if (i == start) {
+            size_t esc = words_ansi_len(text + i, len - i);
+            i += esc ? esc : 1;
+            continue;
+        }
+        size_t esc = escapes(text, len, i);
+        if (!esc || i + esc >= len || !word_char((unsigned char)text[i + esc])) {
             fn(ctx, text + start, i - start);
+            continue;
+        }
+        /* Search matches lines without their escapes (logmatch.c): index the word it sees. */
+        joined_word(text, len, &i, start, &joined);
+        fn(ctx, joined.data, joined.len);
     }
+    buf_release(&joined);
 }
 
 uint64_t words_hash(const char *w, size_t n)
@@ -104,7 +138,8 @@ static size_t probe(uint64_t hash, int i, size_t nbits)
 
 void bloom_build(struct bloom *b, struct buf *out)
 {
-    qsort(b->hashes, b->n, sizeof(*b->hashes), cmp_u64);
+    if (b->n > 1) /* qsort must not see the NULL of an empty filter */
+        qsort(b->hashes, b->n, sizeof(*b->hashes), cmp_u64);
     size_t distinct = 0;
     for (size_t i = 0; i < b->n; i++)
         if (i == 0 || b->hashes[i] != b->hashes[i - 1])

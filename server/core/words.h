@@ -17,7 +17,9 @@
 
 /* Length of the ANSI escape sequence at s (CSI "\e[...m" or OSC "\e]...\a"), 0 if none. */
 size_t words_ansi_len(const char *s, size_t len);
-/* Calls fn for each word of text (start, length); ANSI escape sequences separate words. */
+/* Calls fn for each word of text. ANSI escape sequences separate words, except inside one
+ * ("wat\e[1mchdog" is the word "watchdog", as search sees the line): then w points to a copy,
+ * valid during the call; otherwise into text. */
 void words_each(const char *text, size_t len, void (*fn)(void *ctx, const char *w, size_t n),
                 void *ctx);
 /* Case-insensitive 64-bit hash of a word. */

@@ -69,6 +69,9 @@ static const struct diag_kind_info kinds[DIAG_KIND_COUNT] = {
                              "{who} was terminated[ ({detail})]"),
     [DIAG_EXIT] = KIND("exit", "Failed", DIAG_RETRY_UNKNOWN, 8, false, false,
                        "{who} failed[ ({detail})][ on node {node}]"),
+    [DIAG_PREFLIGHT] = KIND("preflight", "PreflightFailed", DIAG_RETRYABLE, 86, true, true,
+                            "{who}: the node failed its preflight checks[ ({detail})][ on node "
+                            "{node}]"),
 };
 
 /* Xid meanings (NVIDIA's Xid catalogue, summarised). Application-caused Xids are causes that a
@@ -141,6 +144,7 @@ static const struct diag_reason reasons[] = {
     { "ContainerCannotRun", DIAG_LAUNCH_ERROR, DIAG_CAUSE, "container could not be run" },
     { "StartError", DIAG_LAUNCH_ERROR, DIAG_CAUSE, "container could not be started" },
     { "FailedMount", DIAG_LAUNCH_ERROR, DIAG_CAUSE, "volume mount failed" },
+    { "PreflightFailed", DIAG_PREFLIGHT, DIAG_CAUSE, "node preflight check failed" },
 };
 
 static const struct diag_exception exceptions[] = {

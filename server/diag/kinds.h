@@ -38,6 +38,7 @@ enum diag_kind {
     DIAG_KILLED,
     DIAG_TERMINATED,
     DIAG_EXIT,
+    DIAG_PREFLIGHT, /* the node failed trainyard-worker's preflight checks */
     DIAG_KIND_COUNT
 };
 

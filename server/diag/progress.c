@@ -30,7 +30,23 @@ struct rank_prog {
     char last_line[PROGRESS_LAST_LINE];
 };
 
+/* What a metric name means to the tracker, computed once per name (the tests on the name are a
+ * handful of substring searches, and every sample of every progress line asks). */
+enum name_kind { NK_OTHER, NK_LOSS, NK_DURATION, NK_THROUGHPUT };
+
+struct name_class {
+    uint32_t hash;
+    char name[PROGPARSE_NAME_MAX]; /* "" : an empty slot */
+    enum name_kind kind;
+    double scale; /* durations: seconds per unit */
+    int tp_pref;  /* throughputs: preference of the unit, lower wins */
+    const char *tp_unit;
+};
+
+#define NAME_CACHE 64 /* a power of two; names beyond it are classified each time */
+
 struct progress {
+    struct name_class names[NAME_CACHE];
     struct rank_prog **ranks;
     size_t cap, nranks;
     int64_t total;
@@ -156,23 +172,55 @@ static int throughput_unit(const char *name, const char **unit)
     return 99;
 }
 
-static void note_value(struct progress *p, struct rank_prog *r, const struct progparse_value *v)
+static void classify_name(const char *name, struct name_class *c)
 {
     double secs;
-    const char *unit = NULL;
-    if (train_loss(v->name)) {
+    c->kind = NK_OTHER;
+    c->tp_pref = throughput_unit(name, &c->tp_unit);
+    if (train_loss(name))
+        c->kind = NK_LOSS;
+    else if (step_duration(name, 1.0, &secs))
+        c->kind = NK_DURATION, c->scale = secs;
+    else if (c->tp_pref < 99)
+        c->kind = NK_THROUGHPUT;
+}
+
+/* The class of name, from the cache (filled on first sight). */
+static struct name_class name_class(struct progress *p, const char *name, struct name_class *tmp)
+{
+    uint32_t h = 2166136261u;
+    for (const char *c = name; *c; c++)
+        h = (h ^ (unsigned char)*c) * 16777619u;
+    for (size_t n = 0, i = h & (NAME_CACHE - 1); n < NAME_CACHE;
+         n++, i = (i + 1) & (NAME_CACHE - 1)) {
+        struct name_class *c = &p->names[i];
+        if (c->name[0] && c->hash == h && strcmp(c->name, name) == 0)
+            return *c;
+        if (!c->name[0]) {
+            snprintf(c->name, sizeof(c->name), "%s", name);
+            c->hash = h;
+            classify_name(name, c);
+            return *c;
+        }
+    }
+    classify_name(name, tmp);
+    return *tmp;
+}
+
+static void note_value(struct progress *p, struct rank_prog *r, const struct progparse_value *v)
+{
+    struct name_class tmp, c = name_class(p, v->name, &tmp);
+    double secs = v->value * c.scale;
+    if (c.kind == NK_LOSS) {
         p->has_loss = true;
         p->loss = v->value;
-    } else if (step_duration(v->name, v->value, &secs)) {
+    } else if (c.kind == NK_DURATION && isfinite(secs) && secs > 0) {
         r->dur[r->ndur % PROGRESS_RING] = secs;
         r->ndur++;
-    } else {
-        int pref = throughput_unit(v->name, &unit);
-        if (pref < 99 && pref <= p->tp_pref && isfinite(v->value)) {
-            p->tp_pref = pref;
-            p->throughput = v->value;
-            p->tp_unit = unit;
-        }
+    } else if (c.kind == NK_THROUGHPUT && c.tp_pref <= p->tp_pref && isfinite(v->value)) {
+        p->tp_pref = c.tp_pref;
+        p->throughput = v->value;
+        p->tp_unit = c.tp_unit;
     }
 }
 
@@ -324,5 +372,5 @@ bool progress_bad_loss(const struct progress_sample *s)
 {
     if (strcmp(s->name, "number_of_nan_iterations") == 0)
         return s->value > 0;
-    return strstr(s->name, "loss") && !strstr(s->name, "scale") && !isfinite(s->value);
+    return !isfinite(s->value) && strstr(s->name, "loss") && !strstr(s->name, "scale");
 }

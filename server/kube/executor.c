@@ -74,10 +74,16 @@ static int kube_fits(struct executor *ex, const struct job *j, const struct spec
     return -1;
 }
 
-static void render_ctx(struct kube *k, const char *id, int attempt, bool token,
-                       struct kube_render_ctx *rc, char ***marked)
+static char **marked(struct kube *k, const char *state)
 {
-    *marked = k->opts.marked_nodes ? k->opts.marked_nodes(k->opts.ctx) : NULL;
+    return k->opts.marked_nodes ? k->opts.marked_nodes(k->opts.ctx, state) : NULL;
+}
+
+/* Release with render_ctx_release(). */
+static void render_ctx(struct kube *k, const char *id, int attempt, bool token,
+                       struct kube_render_ctx *rc)
+{
+    char **bad = marked(k, "bad"), **suspect = marked(k, "suspect");
     pthread_mutex_lock(&k->lock);
     *rc = (struct kube_render_ctx){ .job_id = id,
                                     .namespace = k->cfg.namespace,
@@ -85,15 +91,23 @@ static void render_ctx(struct kube *k, const char *id, int attempt, bool token,
                                     .url = k->url ? xstrdup(k->url) : NULL,
                                     .with_token = token,
                                     .trainer_api = k->trainer_api,
-                                    .avoid_nodes = (const char *const *)*marked };
+                                    .avoid_nodes = (const char *const *)bad,
+                                    .prefer_not_nodes = (const char *const *)suspect };
     pthread_mutex_unlock(&k->lock);
 }
 
-static void strv_free(char **v)
+static void strv_free(const char *const *v)
 {
-    for (char **p = v; p && *p; p++)
-        free(*p);
-    free(v);
+    for (const char *const *p = v; p && *p; p++)
+        free((char *)*p);
+    free((void *)v);
+}
+
+static void render_ctx_release(struct kube_render_ctx *rc)
+{
+    free((char *)rc->url);
+    strv_free(rc->avoid_nodes);
+    strv_free(rc->prefer_not_nodes);
 }
 
 static int kube_start(struct executor *ex, const struct job *j, const struct spec_view *v,
@@ -103,11 +117,9 @@ static int kube_start(struct executor *ex, const struct job *j, const struct spe
     struct kcmd *c = cmd_for(k, C_START, j, v);
     c->attempt = attempt;
     struct kube_render_ctx rc;
-    char **marked;
-    render_ctx(k, j->id, attempt, c->m.token, &rc, &marked);
+    render_ctx(k, j->id, attempt, c->m.token, &rc);
     c->object = kube_render(v, &rc, err);
-    free((char *)rc.url);
-    strv_free(marked);
+    render_ctx_release(&rc);
     if (!c->object) {
         free(c);
         return -1;
@@ -194,11 +206,9 @@ static json_t *kube_render_dry(struct executor *ex, const json_t *spec, const ch
     struct spec_view v;
     spec_view(spec, &v);
     struct kube_render_ctx rc;
-    char **marked;
-    render_ctx(k, job_id, 0, !json_object_get(v.kubernetes, "manifest"), &rc, &marked);
+    render_ctx(k, job_id, 0, !json_object_get(v.kubernetes, "manifest"), &rc);
     json_t *obj = kube_render(&v, &rc, err);
-    free((char *)rc.url);
-    strv_free(marked);
+    render_ctx_release(&rc);
     return obj;
 }
 

@@ -180,9 +180,34 @@ void kube_report_event(struct kube *k, struct kjob *j, const char *type, const c
                        const char *message);
 void kube_status_stopped(struct kube *k, struct kjob *j, const char *why);
 
+/* pods.c (loop thread) */
+#define KUBE_LABEL_JOBSET "jobset.sigs.k8s.io/jobset-name"
+void kube_pod_upsert(struct kube *k, const json_t *pod);
+/* Watch callbacks; ctx is the struct kube. */
+void kube_pod_on_upsert(void *ctx, const json_t *pod);
+void kube_pod_on_remove(void *ctx, const json_t *pod);
+/* Pods seen before their job was registered now belong to it. */
+void kube_pods_attach(struct kube *k, struct kjob *j);
+/* Frees pods that are gone and whose logs are read; ticks the followers of the others. */
+void kube_pods_tick(struct kube *k, int64_t now);
+/* Frees p and its follower; force: its log source is marked done though not read to the end. */
+void kube_pod_free(struct kpod *p, bool force);
+
+/* commands.c (loop thread) */
+/* Runs c and frees it, or parks it until its namespace's first lists are in. */
+void kube_cmd_run(struct kube *k, struct kcmd *c);
+void kube_cmds_resume(struct kube *k); /* runs the parked commands again */
+/* Frees c unrun; an adopt waiting for it gets 0. */
+void kube_cmd_drop(struct kube *k, struct kcmd *c);
+
 /* loop.c */
 void *kube_loop(void *arg);
-void kube_pod_upsert(struct kube *k, const json_t *pod);
+/* The job's record, made on first use; pods seen before it are attached now. */
+struct kjob *kube_job_register(struct kube *k, const struct kjob_meta *m, int attempt,
+                               enum job_state reported);
+void kube_job_free(struct kube *k, struct kjob *j);
+struct kns *kube_ns_ensure(struct kube *k, const char *ns); /* watches started on first use */
+bool kube_ns_synced(const struct kns *n);                   /* its first lists are in */
 /* Marks job id as having an object (fits() then never starts it again). */
 void kube_held_set(struct kube *k, const char *id, bool held);
 

@@ -37,10 +37,11 @@ struct kube_options {
     /* trainyard's state of a job (0), or -1 when it no longer exists; asked from the loop
      * thread about jobs whose object waits suspended (Kueue), to notice cancellations. */
     int (*job_state)(void *ctx, int64_t pk, enum job_state *state);
-    /* Nodes marked bad, to keep new jobs off them (NULL-terminated; the executor frees each
-     * string and the array). NULL: no marks. The hook for node marks (POST /v1/nodes/{name}/mark).
-     */
-    char **(*marked_nodes)(void *ctx);
+    /* The nodes with a trainyard mark of `state` ("bad": new pods never go there; "suspect":
+     * only when no other node fits), from POST /v1/nodes/{name}/mark and the diagnosis.
+     * NULL-terminated; the executor frees each string and the array. NULL: none. Called on
+     * the controller's thread and from dry runs (HTTP threads). */
+    char **(*marked_nodes)(void *ctx, const char *state);
 };
 
 /* Reads the kubeconfig and starts the loop thread. NULL with err when the configuration is

@@ -1,7 +1,7 @@
 /*
- * loop: the Kubernetes executor's thread. It owns the caches (jobs, objects, pods, nodes), the
- * watches per namespace, the log followers, and every API call; commands from the controller
- * arrive through a queue (executor.c) and are carried out here.
+ * loop: the Kubernetes executor's thread. It owns the caches (jobs, objects, pods (pods.c),
+ * nodes), the watches per namespace, the log followers, and every API call; commands from the
+ * controller arrive through a queue (executor.c) and are carried out here.
  */
 #include "server/core/clock.h"
 #include "server/core/jsonx.h"
@@ -10,11 +10,9 @@
 #include "server/core/xalloc.h"
 #include "server/kube/internal.h"
 
-#define TICK_NS      (100 * NS_PER_MS)
-#define PUBLISH_NS   (500 * NS_PER_MS)
-#define HELD_CHECK   (2 * NS_PER_SEC)
-#define LABEL_JOBSET "jobset.sigs.k8s.io/jobset-name"
-#define LABEL_PTJ    "training.kubeflow.org/job-name"
+#define TICK_NS    (100 * NS_PER_MS)
+#define PUBLISH_NS (500 * NS_PER_MS)
+#define HELD_CHECK (2 * NS_PER_SEC)
 
 void kube_held_set(struct kube *k, const char *id, bool held)
 {
@@ -36,179 +34,6 @@ static void obj_key(const json_t *obj, char *out, size_t size)
     const json_t *m = json_object_get(obj, "metadata");
     snprintf(out, size, "%s/%s", jsonx_str(m, "namespace") ? jsonx_str(m, "namespace") : "",
              jsonx_str(m, "name") ? jsonx_str(m, "name") : "");
-}
-
-/* ---- pods ---------------------------------------------------------------------------- */
-
-static int pod_slot(const struct kjob *j, const json_t *labels)
-{
-    int idx = -1;
-    if (!strcmp(j->m.kind, "TrainJob")) {
-        const char *rj = jsonx_str(labels, "jobset.sigs.k8s.io/replicatedjob-name");
-        const char *ci = jsonx_str(labels, "batch.kubernetes.io/job-completion-index");
-        if ((rj && strcmp(rj, "node") != 0) || !ci || parse_int(ci, 0, 1 << 20, &idx) < 0)
-            return -1;
-        return idx;
-    }
-    const char *type = jsonx_str(labels, "training.kubeflow.org/replica-type");
-    const char *ri = jsonx_str(labels, "training.kubeflow.org/replica-index");
-    if (!type || !ri || parse_int(ri, 0, 1 << 20, &idx) < 0)
-        return -1;
-    if (!strcmp(type, "master"))
-        return 0;
-    return j->m.has_master ? idx + 1 : idx;
-}
-
-static struct kjob *job_of_pod(struct kube *k, const struct kpod *p)
-{
-    struct kjob *j = p->job_id ? kmap_get(&k->jobs_by_id, p->job_id) : NULL;
-    return j ? j : p->owner_key ? kmap_get(&k->jobs, p->owner_key) : NULL;
-}
-
-static void follow(struct kube *k, struct kpod *p)
-{
-    struct kjob *j = p->job;
-    if (!j || p->slot < 0 || p->slot >= j->m.nodes || !k->opts.logs.push || p->logs_done)
-        return;
-    if (!p->follow) {
-        struct kube_follow_options o = { .client = k->client,
-                                         .sources = k->opts.logs,
-                                         .job_pk = j->m.pk,
-                                         .rank = p->slot * j->m.ppn,
-                                         .attempt = j->attempt,
-                                         .ns = p->ns,
-                                         .pod = p->name,
-                                         .uid = p->uid,
-                                         .container = p->container,
-                                         .max_line = (size_t)k->opts.max_line };
-        p->follow = kube_follow_new(&o);
-    }
-    struct kube_cstatus st;
-    kube_cstatus_from_pod(p->last, p->container, &st);
-    kube_follow_update(p->follow, &st);
-}
-
-static void pick_container(const json_t *pod, char *out, size_t size)
-{
-    const json_t *cs = json_object_get(json_object_get(pod, "spec"), "containers");
-    const char *first = NULL;
-    size_t i;
-    json_t *c;
-    json_array_foreach(cs, i, c)
-    {
-        const char *n = jsonx_str(c, "name");
-        if (n && (!strcmp(n, "pytorch") || !strcmp(n, "node"))) {
-            snprintf(out, size, "%s", n);
-            return;
-        }
-        if (!first)
-            first = n;
-    }
-    snprintf(out, size, "%s", first ? first : "pytorch");
-}
-
-static struct kpod *pod_new(const json_t *pod, const char *uid)
-{
-    struct kpod *p = XNEW(struct kpod);
-    const json_t *m = json_object_get(pod, "metadata");
-    snprintf(p->uid, sizeof(p->uid), "%s", uid);
-    p->name = xstrdup(jsonx_str(m, "name") ? jsonx_str(m, "name") : "");
-    p->ns = xstrdup(jsonx_str(m, "namespace") ? jsonx_str(m, "namespace") : "");
-    const char *id = label(pod, KUBE_LABEL_JOB_ID);
-    p->job_id = id ? xstrdup(id) : NULL;
-    const char *owner = label(pod, LABEL_PTJ);
-    if (!owner)
-        owner = label(pod, LABEL_JOBSET);
-    p->owner_key = owner ? xasprintf("%s/%s", p->ns, owner) : NULL;
-    pick_container(pod, p->container, sizeof(p->container));
-    p->labels = json_deep_copy(json_object_get(m, "labels"));
-    p->slot = -1;
-    return p;
-}
-
-void kube_pod_upsert(struct kube *k, const json_t *pod)
-{
-    const char *uid = jsonx_str(json_object_get(pod, "metadata"), "uid");
-    if (!uid)
-        return;
-    struct kpod *p = kmap_get(&k->pods, uid);
-    if (!p) {
-        p = pod_new(pod, uid);
-        kmap_put(&k->pods, uid, p);
-    }
-    const char *node = jsonx_str(json_object_get(pod, "spec"), "nodeName");
-    if (node)
-        snprintf(p->node, sizeof(p->node), "%s", node);
-    json_decref(p->last);
-    p->last = json_pack("{s:O}", "status", json_object_get(pod, "status"));
-    if (!p->job && (p->job = job_of_pod(k, p)))
-        p->slot = pod_slot(p->job, p->labels);
-    if (!p->job)
-        return;
-    kube_status_pod(k, p);
-    follow(k, p);
-    k->nodes_dirty = true;
-}
-
-static void pod_remove(void *ctx, const json_t *pod)
-{
-    struct kube *k = ctx;
-    const char *uid = jsonx_str(json_object_get(pod, "metadata"), "uid");
-    struct kpod *p = uid ? kmap_get(&k->pods, uid) : NULL;
-    if (!p || p->gone)
-        return;
-    p->gone = true;
-    kube_status_pod_gone(k, p);
-    if (p->follow) {
-        struct kube_cstatus st = { .gone = true };
-        kube_follow_update(p->follow, &st);
-    }
-    k->nodes_dirty = true;
-}
-
-static void pod_upsert(void *ctx, const json_t *pod)
-{
-    kube_pod_upsert(ctx, pod);
-}
-
-static void pod_free(struct kpod *p, bool force)
-{
-    kube_follow_free(p->follow, force);
-    json_decref(p->last);
-    json_decref(p->labels);
-    free(p->name);
-    free(p->ns);
-    free(p->owner_key);
-    free(p->job_id);
-    free(p);
-}
-
-/* Frees pods that are gone and whose logs are read; ticks the followers of the others. */
-static void pods_tick(struct kube *k, int64_t now)
-{
-    unsigned long long streams = 0, waiting = 0;
-    for (struct kmap_iter it = kmap_first(&k->pods); it.e;) {
-        struct kpod *p = it.e->value;
-        const char *key = it.e->key;
-        kmap_next(&k->pods, &it);
-        if (p->follow) {
-            kube_follow_tick(p->follow, now);
-            streams += kube_follow_streaming(p->follow);
-            waiting += (unsigned long long)kube_follow_waiting(p->follow);
-        }
-        if (p->follow && kube_follow_done(p->follow)) { /* every line is read: release the source */
-            kube_follow_free(p->follow, false);
-            p->follow = NULL;
-            p->logs_done = true;
-        }
-        if (p->gone && !p->follow) {
-            kmap_del(&k->pods, key);
-            pod_free(p, false);
-        }
-    }
-    atomic_store(&k->streams_open, streams);
-    atomic_store(&k->streams_waiting, waiting);
-    atomic_store(&k->pods_tracked, k->pods.n);
 }
 
 /* ---- job objects --------------------------------------------------------------------- */
@@ -333,7 +158,7 @@ static void flush_events(struct kube *k)
 
 /* ---- namespaces ---------------------------------------------------------------------- */
 
-static struct kns *ensure_ns(struct kube *k, const char *ns)
+struct kns *kube_ns_ensure(struct kube *k, const char *ns)
 {
     struct kns *n = kmap_get(&k->namespaces, ns);
     if (n)
@@ -342,7 +167,7 @@ static struct kns *ensure_ns(struct kube *k, const char *ns)
     n->name = xstrdup(ns);
     kmap_put(&k->namespaces, ns, n);
     struct kube_watch_ops objs = { k, obj_upsert, obj_remove, NULL };
-    struct kube_watch_ops pods = { k, pod_upsert, pod_remove, NULL };
+    struct kube_watch_ops pods = { k, kube_pod_on_upsert, kube_pod_on_remove, NULL };
     char path[400];
     snprintf(path, sizeof(path), "/apis/kubeflow.org/v1/namespaces/%s/pytorchjobs", ns);
     n->pytorchjobs = kube_watch_new(k->client, path, KUBE_LABEL_JOB_ID, &objs);
@@ -359,10 +184,10 @@ static void ensure_jobset_pods(struct kube *k, struct kns *n)
 {
     if (n->jobset_pods)
         return;
-    struct kube_watch_ops pods = { k, pod_upsert, pod_remove, NULL };
+    struct kube_watch_ops pods = { k, kube_pod_on_upsert, kube_pod_on_remove, NULL };
     char path[400];
     snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods", n->name);
-    n->jobset_pods = kube_watch_new(k->client, path, LABEL_JOBSET, &pods);
+    n->jobset_pods = kube_watch_new(k->client, path, KUBE_LABEL_JOBSET, &pods);
 }
 
 static void ensure_events(struct kube *k, struct kns *n)
@@ -375,7 +200,7 @@ static void ensure_events(struct kube *k, struct kns *n)
     n->events = kube_watch_new(k->client, path, NULL, &evs);
 }
 
-static bool ns_synced(const struct kns *n)
+bool kube_ns_synced(const struct kns *n)
 {
     return kube_watch_synced(n->pytorchjobs) && kube_watch_synced(n->trainjobs) &&
            kube_watch_synced(n->pods) && (!n->jobset_pods || kube_watch_synced(n->jobset_pods));
@@ -395,8 +220,8 @@ static void ns_free(struct kns *n)
 /* ---- jobs ---------------------------------------------------------------------------- */
 
 /* The job's record, made on first use; pods seen before it are attached now. */
-static struct kjob *job_register(struct kube *k, const struct kjob_meta *m, int attempt,
-                                 enum job_state reported)
+struct kjob *kube_job_register(struct kube *k, const struct kjob_meta *m, int attempt,
+                               enum job_state reported)
 {
     char key[320];
     snprintf(key, sizeof(key), "%s/%s", m->ns, m->obj);
@@ -413,23 +238,15 @@ static struct kjob *job_register(struct kube *k, const struct kjob_meta *m, int 
     j->attempt = attempt;
     j->reported = reported;
     j->phase = KJ_LIVE;
-    struct kns *n = ensure_ns(k, m->ns);
+    struct kns *n = kube_ns_ensure(k, m->ns);
     if (!strcmp(m->kind, "TrainJob"))
         ensure_jobset_pods(k, n);
-    for (struct kmap_iter it = kmap_first(&k->pods); it.e; kmap_next(&k->pods, &it)) {
-        struct kpod *p = it.e->value;
-        if (p->job || p->gone || job_of_pod(k, p) != j)
-            continue;
-        p->job = j;
-        p->slot = pod_slot(j, p->labels);
-        kube_status_pod(k, p);
-        follow(k, p);
-    }
+    kube_pods_attach(k, j);
     atomic_store(&k->jobs_tracked, k->jobs.n);
     return j;
 }
 
-static void kjob_free(struct kube *k, struct kjob *j)
+void kube_job_free(struct kube *k, struct kjob *j)
 {
     for (size_t n = 0; n < k->nevjobs; n++)
         if (k->evjobs[n] == j)
@@ -456,154 +273,6 @@ static void kjob_free(struct kube *k, struct kjob *j)
     atomic_store(&k->jobs_tracked, k->jobs.n);
 }
 
-/* ---- commands ------------------------------------------------------------------------ */
-
-/* Answers an adopt; returns true when nobody waits for the answer any more. */
-static bool answer(struct kube *k, struct kcmd *c, int result)
-{
-    struct adopt_reply *r = c->reply;
-    if (!r)
-        return true;
-    pthread_mutex_lock(&k->lock);
-    bool abandoned = r->refs == 1;
-    r->result = result;
-    r->done = true;
-    if (--r->refs == 0)
-        free(r);
-    pthread_cond_broadcast(&k->cond);
-    pthread_mutex_unlock(&k->lock);
-    c->reply = NULL;
-    return abandoned;
-}
-
-static void do_start(struct kube *k, struct kcmd *c)
-{
-    struct kjob *j = job_register(k, &c->m, c->attempt, JOB_STARTING);
-    j->stop_requested = j->terminal = j->fail_listed = j->adopted = false;
-    j->fail_reason[0] = j->fail_msg[0] = j->uid[0] = '\0';
-    memset(j->slots, 0, (size_t)j->m.nodes * sizeof(*j->slots));
-    json_decref(j->object);
-    json_decref(j->secret);
-    j->object = c->object;
-    j->secret = c->secret;
-    c->object = c->secret = NULL;
-    j->start_mono = c->queued_at;
-    kube_held_set(k, j->m.id, true);
-    kube_obj_create(k, j);
-}
-
-static void do_adopt(struct kube *k, struct kcmd *c)
-{
-    char key[320];
-    snprintf(key, sizeof(key), "%s/%s", c->m.ns, c->m.obj);
-    const struct kobj *o = kmap_get(&k->objs, key);
-    bool exists = o && (!o->job_id[0] || !strcmp(o->job_id, c->m.id));
-    if (!exists && (c->state == JOB_STARTING || c->state == JOB_CANCELLING)) {
-        /* Nothing was created: the controller starts it (or ends the cancel). */
-        if (answer(k, c, 1) && c->state == JOB_STARTING) {
-            struct kjob *j = job_register(k, &c->m, c->attempt, c->state);
-            j->phase = KJ_GONE;
-            kube_report_job(k, j, JOB_QUEUED, "Requeued",
-                            "the object was never created (the daemon stopped first): queued "
-                            "again to create it");
-        }
-        return;
-    }
-    struct kjob *j = job_register(k, &c->m, c->attempt, c->state);
-    j->stop_requested = c->state == JOB_CANCELLING;
-    if (exists) {
-        snprintf(j->uid, sizeof(j->uid), "%s", o->uid);
-        kube_status_object(k, j);
-    } else {
-        kube_status_object_gone(k, j);
-    }
-    answer(k, c, 0);
-}
-
-static void do_stop(struct kube *k, struct kcmd *c)
-{
-    struct kjob *j = kmap_get(&k->jobs_by_id, c->m.id);
-    if (!j)
-        j = job_register(k, &c->m, c->attempt, c->state);
-    j->stop_requested = true;
-    kube_obj_delete(k, j, "Foreground");
-}
-
-static void do_forget(struct kube *k, struct kcmd *c)
-{
-    struct kjob *j = kmap_get(&k->jobs_by_id, c->m.id);
-    if (j) {
-        kube_obj_delete_detached(k, j->m.kind, j->m.ns, j->m.obj, j->m.token);
-        kjob_free(k, j);
-    }
-    for (struct kmap_iter it = kmap_first(&k->objs); it.e; kmap_next(&k->objs, &it)) {
-        struct kobj *o = it.e->value;
-        if (j || strcmp(o->job_id, c->m.id) != 0)
-            continue;
-        const char *slash = strchr(it.e->key, '/');
-        char ns[64];
-        snprintf(ns, sizeof(ns), "%.*s", (int)(slash - it.e->key), it.e->key);
-        kube_obj_delete_detached(k, o->kind, ns, slash + 1, true);
-    }
-    kube_held_set(k, c->m.id, false);
-}
-
-static void do_held(struct kube *k, struct kcmd *c)
-{
-    if (kmap_get(&k->jobs_by_id, c->m.id))
-        return;
-    struct kjob *j = job_register(k, &c->m, c->attempt, JOB_QUEUED);
-    kube_status_object(k, j);
-}
-
-static void cmd_free(struct kcmd *c)
-{
-    json_decref(c->object);
-    json_decref(c->secret);
-    free(c);
-}
-
-/* Runs c, or parks it until its namespace's first lists are in (adopt and stop). */
-static void run_cmd(struct kube *k, struct kcmd *c)
-{
-    if ((c->type == C_ADOPT || c->type == C_STOP || c->type == C_HELD) &&
-        !ns_synced(ensure_ns(k, c->m.ns))) {
-        c->next = k->waiting;
-        k->waiting = c;
-        return;
-    }
-    switch (c->type) {
-    case C_START:
-        do_start(k, c);
-        break;
-    case C_ADOPT:
-        do_adopt(k, c);
-        break;
-    case C_STOP:
-        do_stop(k, c);
-        break;
-    case C_FORGET:
-        do_forget(k, c);
-        break;
-    case C_HELD:
-        do_held(k, c);
-        break;
-    }
-    answer(k, c, 0);
-    cmd_free(c);
-}
-
-static void run_waiting(struct kube *k)
-{
-    struct kcmd *c = k->waiting;
-    k->waiting = NULL;
-    while (c) {
-        struct kcmd *next = c->next;
-        run_cmd(k, c);
-        c = next;
-    }
-}
-
 /* ---- the loop ------------------------------------------------------------------------ */
 
 static void node_upsert(void *ctx, const json_t *node)
@@ -626,13 +295,6 @@ static void node_synced(void *ctx)
     k->nodes_dirty = true;
 }
 
-static void strv_free(char **v)
-{
-    for (char **p = v; p && *p; p++)
-        free(*p);
-    free(v);
-}
-
 /* Publishes the GET /v1/nodes document: nodes with the ranks placed on each. */
 static void publish_nodes(struct kube *k)
 {
@@ -651,9 +313,7 @@ static void publish_nodes(struct kube *k)
                                                p->slot * p->job->m.ppn + r };
         }
     }
-    char **marked = k->opts.marked_nodes ? k->opts.marked_nodes(k->opts.ctx) : NULL;
-    json_t *doc = kube_nodes_json(k->nodes, pl, n, (const char *const *)marked);
-    strv_free(marked);
+    json_t *doc = kube_nodes_json(k->nodes, pl, n);
     free(pl);
     pthread_mutex_lock(&k->lock);
     json_t *old = k->nodes_doc;
@@ -684,7 +344,7 @@ static void check_held(struct kube *k)
                  j->m.kind);
         kube_obj_delete_detached(k, j->m.kind, j->m.ns, j->m.obj, j->m.token);
         kube_held_set(k, j->m.id, false);
-        kjob_free(k, j);
+        kube_job_free(k, j);
     }
 }
 
@@ -724,11 +384,11 @@ static void tick(struct kube *k, int64_t now)
         for (size_t i = 0; i < 5; i++)
             if (ws[i])
                 kube_watch_tick(ws[i], now);
-        if (ns_synced(n))
+        if (kube_ns_synced(n))
             ensure_events(k, n);
     }
     struct kns *def = kmap_get(&k->namespaces, k->cfg.namespace);
-    if (def && ns_synced(def) && !k->synced) {
+    if (def && kube_ns_synced(def) && !k->synced) {
         pthread_mutex_lock(&k->lock);
         k->synced = true;
         pthread_cond_broadcast(&k->cond);
@@ -736,9 +396,9 @@ static void tick(struct kube *k, int64_t now)
     }
     for (struct kmap_iter it = kmap_first(&k->jobs); it.e; kmap_next(&k->jobs, &it))
         kube_obj_tick(k, it.e->value, now);
-    pods_tick(k, now);
+    kube_pods_tick(k, now);
     if (k->waiting)
-        run_waiting(k);
+        kube_cmds_resume(k);
     if (now - k->held_checked > HELD_CHECK) {
         check_held(k);
         k->held_checked = now;
@@ -791,9 +451,9 @@ static struct kcmd *take_cmds(struct kube *k, bool *stopping)
 static void loop_free(struct kube *k)
 {
     for (struct kmap_iter it = kmap_first(&k->jobs); it.e; it = kmap_first(&k->jobs))
-        kjob_free(k, it.e->value);
+        kube_job_free(k, it.e->value);
     for (struct kmap_iter it = kmap_first(&k->pods); it.e; kmap_next(&k->pods, &it))
-        pod_free(it.e->value, false);
+        kube_pod_free(it.e->value, false);
     for (struct kmap_iter it = kmap_first(&k->objs); it.e; kmap_next(&k->objs, &it)) {
         struct kobj *o = it.e->value;
         json_decref(o->conditions);
@@ -804,8 +464,7 @@ static void loop_free(struct kube *k)
     while (k->waiting) {
         struct kcmd *c = k->waiting;
         k->waiting = c->next;
-        answer(k, c, 0);
-        cmd_free(c);
+        kube_cmd_drop(k, c);
     }
     kube_watch_free(k->nodes_watch);
     kube_nodes_free(k->nodes);
@@ -828,7 +487,7 @@ void *kube_loop(void *arg)
     k->nodes = kube_nodes_new();
     struct kube_watch_ops nodes = { k, node_upsert, node_remove, node_synced };
     k->nodes_watch = kube_watch_new(k->client, "/api/v1/nodes", NULL, &nodes);
-    ensure_ns(k, k->cfg.namespace);
+    kube_ns_ensure(k, k->cfg.namespace);
     struct kube_request r = { .method = "GET",
                               .path = "/openapi/v3/apis/trainer.kubeflow.org/v1alpha1" };
     kube_call_start(k->client, &r, NULL, on_trainer_openapi, k);
@@ -838,15 +497,14 @@ void *kube_loop(void *arg)
         if (stopping) {
             while (c) {
                 struct kcmd *next = c->next;
-                answer(k, c, 0);
-                cmd_free(c);
+                kube_cmd_drop(k, c);
                 c = next;
             }
             break;
         }
         while (c) {
             struct kcmd *next = c->next;
-            run_cmd(k, c);
+            kube_cmd_run(k, c);
             c = next;
         }
         int64_t now = clock_mono_ns();

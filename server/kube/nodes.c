@@ -144,18 +144,13 @@ static void place(json_t *view, const struct kube_placement *p)
     json_array_append_new(json_object_get(found, "ranks"), json_integer(p->rank));
 }
 
-json_t *kube_nodes_json(const struct kube_nodes *n, const struct kube_placement *p, size_t np,
-                        const char *const *marked)
+json_t *kube_nodes_json(const struct kube_nodes *n, const struct kube_placement *p, size_t np)
 {
     size_t count = n->byname.n, k = 0;
     json_t **views = xcalloc(count ? count : 1, sizeof(json_t *));
     for (struct kmap_iter it = kmap_first(&n->byname); it.e; kmap_next(&n->byname, &it)) {
         views[k] = json_deep_copy(it.e->value);
-        json_object_set_new(views[k], "jobs", json_array());
-        bool bad = false;
-        for (const char *const *m = marked; m && *m && !bad; m++)
-            bad = !strcmp(*m, it.e->key);
-        json_object_set_new(views[k++], "marked", json_boolean(bad));
+        json_object_set_new(views[k++], "jobs", json_array());
     }
     qsort(views, count, sizeof(json_t *), by_name);
     for (size_t i = 0; i < np; i++) {

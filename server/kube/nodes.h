@@ -29,10 +29,9 @@ void kube_nodes_upsert(struct kube_nodes *n, const json_t *node);
 void kube_nodes_remove(struct kube_nodes *n, const json_t *node);
 size_t kube_nodes_count(const struct kube_nodes *n);
 
-/* {"items": [...]} sorted by name (new reference). marked: names of nodes marked bad by
- * trainyard (NULL-terminated, may be NULL). */
-json_t *kube_nodes_json(const struct kube_nodes *n, const struct kube_placement *p, size_t np,
-                        const char *const *marked);
+/* {"items": [...]} sorted by name (new reference). trainyard's marks on nodes are added by
+ * the API (api/nodes.c), from the store. */
+json_t *kube_nodes_json(const struct kube_nodes *n, const struct kube_placement *p, size_t np);
 
 /* One Node object in the API's shape (new reference); exposed for tests. */
 json_t *kube_node_view(const json_t *node);

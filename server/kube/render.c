@@ -202,24 +202,41 @@ static json_t *node_selector(const struct spec_view *v)
     return sel;
 }
 
-/* Nodes to avoid (the spec's and those marked bad): required node affinity NotIn hostname. */
+static json_t *not_in(json_t *names)
+{
+    return json_pack("{s:[{s:s,s:s,s:o}]}", "matchExpressions", "key", "kubernetes.io/hostname",
+                     "operator", "NotIn", "values", names);
+}
+
+/* Nodes to avoid: the spec's and those marked bad never (required node affinity NotIn
+ * hostname), those marked suspect while others fit (preferred). */
 static json_t *affinity(const struct spec_view *v, const struct kube_render_ctx *rc)
 {
-    json_t *names = json_array();
+    json_t *names = json_array(), *maybe = json_array();
     size_t i;
     json_t *n;
     json_array_foreach(json_object_get(v->placement, "avoid_nodes"), i, n)
         json_array_append(names, n);
     for (const char *const *p = rc->avoid_nodes; p && *p; p++)
         json_array_append_new(names, json_string(*p));
-    if (json_array_size(names) == 0) {
+    for (const char *const *p = rc->prefer_not_nodes; p && *p; p++)
+        json_array_append_new(maybe, json_string(*p));
+    json_t *na = json_object();
+    if (json_array_size(names))
+        json_object_set_new(na, "requiredDuringSchedulingIgnoredDuringExecution",
+                            json_pack("{s:[o]}", "nodeSelectorTerms", not_in(names)));
+    else
         json_decref(names);
+    if (json_array_size(maybe))
+        json_object_set_new(na, "preferredDuringSchedulingIgnoredDuringExecution",
+                            json_pack("[{s:i,s:o}]", "weight", 100, "preference", not_in(maybe)));
+    else
+        json_decref(maybe);
+    if (json_object_size(na) == 0) {
+        json_decref(na);
         return NULL;
     }
-    return json_pack("{s:{s:{s:[{s:[{s:s,s:s,s:o}]}]}}}", "nodeAffinity",
-                     "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms",
-                     "matchExpressions", "key", "kubernetes.io/hostname", "operator", "NotIn",
-                     "values", names);
+    return json_pack("{s:o}", "nodeAffinity", na);
 }
 
 /* The pod-level settings shared by every form: volumes, placement, account, pull secrets. */

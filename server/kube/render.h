@@ -37,7 +37,11 @@ struct kube_render_ctx {
     const char *url; /* TRAINYARD_URL for the ranks, or NULL */
     bool with_token; /* TRAINYARD_TOKEN from the job's Secret */
     enum kube_trainer_api trainer_api;
-    const char *const *avoid_nodes; /* nodes marked bad, NULL-terminated; may be NULL */
+    /* Nodes marked in trainyard (store/nodes.h), NULL-terminated; may be NULL. `bad` ones are
+     * never used (required node affinity), `suspect` ones only when no other node fits
+     * (preferred node affinity). */
+    const char *const *avoid_nodes;      /* marked bad */
+    const char *const *prefer_not_nodes; /* marked suspect */
 };
 
 /* The object to create (new reference), or NULL with ERR_VALIDATION. */

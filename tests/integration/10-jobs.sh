@@ -34,8 +34,8 @@ check "failing job fails" wait_state "$id" failed
 j=$(api GET "/v1/jobs/$id")
 check_eq "first failure rank" 2 "$(echo "$j" | jq .first_failure.rank)"
 check_eq "first failure exit code" 3 "$(echo "$j" | jq .first_failure.exit_code)"
-check_eq "reason" RankFailed "$(echo "$j" | jq -r .reason)"
-check "message names the rank" grep -q "rank 2 exited with code 3" <<<"$(echo "$j" | jq -r .message)"
+check_eq "reason (from the diagnosis)" Failed "$(echo "$j" | jq -r .reason)"
+check "message names the rank" grep -q "rank 2 failed (exit code 3)" <<<"$(echo "$j" | jq -r .message)"
 for _ in $(seq 1 50); do
     left=$(api GET "/v1/jobs/$id" | jq '[.ranks[] | select(.state=="running")] | length')
     [ "$left" = 0 ] && break

@@ -107,6 +107,20 @@ check_eq "and for no other job" "403" "$(rv "$id")"
 node0=$(job_field "$long" '.ranks[0].node')
 ctl nodes/condition '{"node":"'"$node0"'","condition":{"type":"AcceleratedHardwareReady","status":"False","reason":"NvidiaXID79Error"}}' >/dev/null
 eventually "a node's bad GPU condition shows" 10 bash -c "curl -s -H 'Authorization: Bearer $TOKEN' $URL/v1/nodes | jq -e '.items[]|select(.name==\"$node0\")|.healthy==false and (.conditions[]|select(.type==\"AcceleratedHardwareReady\").reason==\"NvidiaXID79Error\")'"
+# marks (POST /v1/nodes/{name}/mark) in the list, and in where new pods may go
+bad=$(jq -r '.items[1].name' <<<"$nodes") sus=$(jq -r '.items[2].name' <<<"$nodes")
+mark() { api POST "/v1/nodes/$1/mark" -H 'Content-Type: application/json' -d "{\"state\":\"$2\",\"reason\":\"$3\"}" >/dev/null; }
+mark "$bad" bad FanFailure
+mark "$sus" suspect GPUXidError
+nodes=$(api GET /v1/nodes)
+check_eq "marked nodes stay the cluster's 4" "4" "$(jq '.items|length' <<<"$nodes")"
+check "a node's mark shows in the list" jq -e --arg b "$bad" --arg s "$sus" '(.items[]|select(.name==$b)|.marked and .mark.state=="bad" and .mark.reason=="FanFailure" and .mark.source=="admin") and (.items[]|select(.name==$s)|.mark.state=="suspect") and ([.items[]|select(.marked)]|length==2)' <<<"$nodes"
+aff=$(api POST '/v1/jobs?dry_run=true' -H 'Content-Type: application/json' -d '{"name":"placed","image":"x","nodes":2}' | jq '.object.spec.pytorchReplicaSpecs.Master.template.spec.affinity.nodeAffinity')
+check "new pods never go to the bad node" jq -e --arg b "$bad" '.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0]|.operator=="NotIn" and .values==[$b]' <<<"$aff"
+check "and to the suspect one only when no other fits" jq -e --arg s "$sus" '.preferredDuringSchedulingIgnoredDuringExecution[0].preference.matchExpressions[0].values==[$s]' <<<"$aff"
+api DELETE "/v1/nodes/$bad/mark" >/dev/null
+api DELETE "/v1/nodes/$sus/mark" >/dev/null
+check_eq "unmarked: no marks listed" "0" "$(api GET /v1/nodes | jq '[.items[]|select(.marked or .mark != null)]|length')"
 api POST "/v1/jobs/$long/cancel" >/dev/null
 eventually "the long job is cancelled" 30 state_is "$long" cancelled
 eventually "its object is deleted" 20 kgone "/apis/kubeflow.org/v1/namespaces/default/pytorchjobs/ty-$long"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The GPU code: with the CUDA toolkit on the machine (/usr/local/cuda, as in CI) the worker
-# compiles and links the CUDA runtime, cuBLAS and NCCL, and without a GPU says "skipped: no GPU";
-# the build-without-CUDA stubs compile too; only the file of each library includes it.
+# compiles against the CUDA runtime, cuBLAS and NCCL headers, loads the libraries at run time
+# (none of their functions is linked: 66-worker-startup.sh checks DT_NEEDED), and without a GPU
+# says "skipped: no GPU" after resolving every function it uses; the build-without-CUDA stubs
+# compile too; only the file of each library includes it.
 set -u
 W="$TY_BUILD/trainyard-worker"
 S="$TY_SRC/worker"
@@ -26,13 +28,13 @@ toolkit=0
 [ -e /usr/local/cuda/include/cuda_runtime_api.h ] && [ -e /usr/local/cuda/include/nccl.h ] &&
     ! grep -q '^TY_CUDA:BOOL=OFF' "$TY_BUILD/CMakeCache.txt" && toolkit=1
 if [ $toolkit = 1 ]; then
-    libs=$(ldd "$W")
-    for l in libcudart libcublas libnccl; do
-        echo "$libs" | grep -q "$l" && ok || ko "trainyard-worker does not link $l"
-    done
     syms=$(nm -u "$W" 2>/dev/null)
-    for s in cublasGemmEx cudaMemGetInfo ncclCommInitRankConfig ncclAllReduce; do
-        echo "$syms" | grep -q "$s" && ok || ko "$s not linked"
+    for s in cublasGemmEx cudaMemGetInfo ncclCommInitRankConfig ncclAllReduce fi_getinfo; do
+        echo "$syms" | grep -qw "$s" && ko "$s is linked, not loaded" || ok
+    done
+    # The names the tables look up are compiled in (dlsym), including macro-renamed ones.
+    for s in cublasGemmEx cublasCreate_v2 cudaMemGetInfo ncclCommInitRankConfig ncclAllReduce; do
+        grep -qa "$s" "$W" && ok || ko "$s not in the binary's tables"
     done
     out=$("$W" preflight --json)
     if [ ! -e /dev/nvidia0 ]; then

@@ -17,7 +17,7 @@ check "prints the id then the result" grep -q "^job [a-z0-9]* (ok) succeeded" <<
 FAIL='{"name":"fail4","command":["sh","-c","if [ $RANK = 2 ]; then echo boom >&2; sleep 0.3; exit 3; fi; exec sleep 30"],"procs_per_node":4}'
 out=$(ty submit - --wait 2>&1 <<<"$FAIL")
 check_eq "failed: exit 1" 1 $?
-check "result names the failure" grep -q "failed.*RankFailed" <<<"$out"
+check "result names the failure (reason from the diagnosis)" grep -q "failed.*Failed.*rank 2" <<<"$out"
 check "first failing rank in the output" grep -q "first failure: rank 2 (exit code 3)" <<<"$out"
 check "points at its log" grep -q "trainyard logs [a-z0-9]* --rank 2" <<<"$out"
 json=$(ty submit - --wait -o json <<<"$FAIL")
@@ -69,7 +69,7 @@ ty cancel "$id" >/dev/null
 # Status and events for people.
 id=$(jq -r .job.id <<<"$json")
 ty status "$id" >"$WORK/s"
-check "status shows state and reason" grep -q "^state: *failed (RankFailed)" "$WORK/s"
+check "status shows state and reason" grep -q "^state: *failed (Failed)" "$WORK/s"
 check "status shows the first failure" grep -q "^first failure: rank 2, exit code 3" "$WORK/s"
 check "status has a rank table" grep -q "^RANK  *STATE  *EXIT" "$WORK/s"
 check_eq "one row per rank" 4 "$(grep -cE '^[0-3]  +(failed|stopped)' "$WORK/s")"

@@ -73,15 +73,16 @@ ty_done() {
 # ty_start [flags]: starts the daemon (auth on, admin token given) and waits until it is ready.
 TY_FLAGS=()
 TY_CURL=() # extra curl options for every request (TLS tests set --cacert, --cert, --key)
+TY_WRAP=() # a command the daemon runs under (80-valgrind.sh: valgrind and its options)
 ty_start() {
     [ $# -gt 0 ] && TY_FLAGS=("$@")
     DATA=${DATA:-$WORK/data}
     TOKEN=${TOKEN:-ty_testadmintoken0123456789abcdefghij}
-    TRAINYARD_ADMIN_TOKEN=$TOKEN "$TRAINYARD" serve --listen 127.0.0.1:${PORT:-0} \
+    TRAINYARD_ADMIN_TOKEN=$TOKEN "${TY_WRAP[@]}" "$TRAINYARD" serve --listen 127.0.0.1:${PORT:-0} \
         --data-dir "$DATA" --local-slots 8 --stop-grace 2s "${TY_FLAGS[@]}" \
         >"$WORK/daemon.out" 2>>"$WORK/daemon.err" &
     PID=$!
-    for _ in $(seq 1 200); do
+    for _ in $(seq 1 $((${#TY_WRAP[@]} ? 1200 : 200))); do
         URL=$(grep -o 'http[s]*://[0-9.:]*' "$WORK/daemon.out" 2>/dev/null | head -1)
         [ -n "$URL" ] && curl -sf "${TY_CURL[@]}" "$URL/readyz" >/dev/null 2>&1 && return 0
         kill -0 "$PID" 2>/dev/null || break

@@ -1,4 +1,4 @@
-/* Unit tests of server/core: err, buf, clock, parse, utf8, jsonx, yamljson, crypto. */
+/* Unit tests of server/core: err, buf, clock, parse, utf8, jsonx, yamljson, crypto, logrec. */
 #include "tests/unit/check.h"
 
 #include "server/core/buf.h"
@@ -6,8 +6,11 @@
 #include "server/core/crypto.h"
 #include "server/core/err.h"
 #include "server/core/jsonx.h"
+#include "server/core/logmatch.h"
+#include "server/core/logrec.h"
 #include "server/core/parse.h"
 #include "server/core/utf8.h"
+#include "server/core/words.h"
 #include "server/core/yamljson.h"
 
 static void test_err(void)
@@ -58,6 +61,11 @@ static void test_clock(void)
     CHECK_INT(clock_parse("2026-11-22", &ns), -1);
     CHECK_INT(clock_parse("2026-11-22T02:54:37", &ns), -1);
     CHECK_INT(clock_parse("2026-11-22T02:54:37Zjunk", &ns), -1);
+    /* Beyond what int64 nanoseconds hold (found by fuzz/query): rejected, not wrapped. */
+    CHECK_INT(clock_parse("2261-12-31T23:59:59Z", &ns), 0);
+    CHECK_INT(clock_parse("2262-04-12T00:00:00Z", &ns), -1);
+    CHECK_INT(clock_parse("9999-12-31T23:59:59Z", &ns), -1);
+    CHECK_INT(clock_parse("0001-01-01T00:00:00Z", &ns), -1);
 }
 
 static int collect(int64_t lo, int64_t hi, void *ctx)
@@ -198,6 +206,31 @@ static void test_crypto(void)
     CHECK(id[0] >= 'a' && id[0] <= 'z');
 }
 
+static void count_word(void *ctx, const char *w, size_t n)
+{
+    buf_append(ctx, w, n);
+    buf_putc(ctx, '|');
+}
+
+/* Found by the fuzzers: a time of 19 nines, a word split by a colour code. */
+static void test_logrec_and_words(void)
+{
+    struct logrec r;
+    const char *ok = "9223372036854775807 o- max\n", *big = "9999999999999999999 o- over\n";
+    CHECK_INT(logrec_parse(ok, strlen(ok), &r), (long)strlen(ok));
+    CHECK(r.time == INT64_MAX);
+    CHECK_INT(logrec_parse(big, strlen(big), &r), -(long)strlen(big));
+    struct buf w = BUF_INIT;
+    const char *line = "\x1b[31mERROR\x1b[0m: wat\x1b[1mch\x1b[0m\x1b[2mdog fired";
+    words_each(line, strlen(line), count_word, &w);
+    CHECK_STR(buf_cstr(&w), "ERROR|watchdog|fired|");
+    buf_release(&w);
+    struct logmatch m;
+    CHECK_INT(logmatch_parse(&m, "watchdog", NULL), 0);
+    CHECK(logmatch_line(&m, line, strlen(line)));
+    logmatch_release(&m);
+}
+
 int main(void)
 {
     test_err();
@@ -208,5 +241,6 @@ int main(void)
     test_jsonx();
     test_yamljson();
     test_crypto();
+    test_logrec_and_words();
     return check_done();
 }

@@ -310,7 +310,8 @@ static void test_truncations(void)
             memcpy(copy, line, k);
             classify_line(copy, k, NULL);
             progparse_line(copy, k, &pp);
-            struct diag_line ln = { (int)(i % 4), ++seq, T0 + (int64_t)seq, copy, k };
+            seq++;
+            struct diag_line ln = { (int)(i % 4), seq, T0 + (int64_t)seq, copy, k };
             diag_feed(d, &ln, s, 8);
             free(copy);
             lines++;
@@ -328,7 +329,8 @@ static void test_truncations(void)
         }
         char *copy = malloc(k ? k : 1);
         memcpy(copy, buf, k);
-        struct diag_line ln = { i % 7, ++seq, T0 + (int64_t)seq, copy, k };
+        seq++;
+        struct diag_line ln = { i % 7, seq, T0 + (int64_t)seq, copy, k };
         diag_feed(d, &ln, s, 8);
         free(copy);
     }

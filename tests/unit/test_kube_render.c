@@ -61,14 +61,15 @@ static json_t *render(const char *spec_text, enum kube_trainer_api api)
     json_t *spec = canonical(spec_text);
     struct spec_view v;
     spec_view(spec, &v);
-    const char *avoid[] = { "bad-node-1", NULL };
+    const char *avoid[] = { "bad-node-1", NULL }, *suspect[] = { "suspect-node-1", NULL };
     struct kube_render_ctx rc = { .job_id = "abc123",
                                   .namespace = "ml",
                                   .attempt = 2,
                                   .url = "https://ty.example",
                                   .with_token = true,
                                   .trainer_api = api,
-                                  .avoid_nodes = avoid };
+                                  .avoid_nodes = avoid,
+                                  .prefer_not_nodes = suspect };
     struct err err;
     err_init(&err);
     json_t *o = kube_render(&v, &rc, &err);
@@ -114,6 +115,15 @@ static void pytorchjob(void)
                         "matchExpressions/0/values");
     CHECK_INT(json_array_size(aff), 2); /* the spec's and the marked node */
     CHECK_STR(json_string_value(json_array_get(aff, 1)), "bad-node-1");
+    /* a suspect node only while others fit: preferred, not required */
+    json_t *pref = at(o, "spec/pytorchReplicaSpecs/Worker/template/spec/affinity/nodeAffinity/"
+                         "preferredDuringSchedulingIgnoredDuringExecution/0");
+    CHECK_INT(json_integer_value(json_object_get(pref, "weight")), 100);
+    json_t *expr =
+        json_array_get(json_object_get(json_object_get(pref, "preference"), "matchExpressions"), 0);
+    CHECK_STR(jsonx_str(expr, "operator"), "NotIn");
+    CHECK_STR(json_string_value(json_array_get(json_object_get(expr, "values"), 0)),
+              "suspect-node-1");
     json_decref(o);
     o = render("{\"name\":\"one\",\"image\":\"i\"}", TRAINER_RUNTIME_PATCHES);
     CHECK(at(o, "spec/pytorchReplicaSpecs/Worker") == NULL); /* one node: a Master alone */

@@ -1,13 +1,16 @@
 /*
  * Unit tests of the preflight report and its thresholds: the expected-figure tables, the
  * judgement of a measurement, the report's JSON (summary, ok, exit status), the container
- * checks against limits that pass and fail, the GPU checks without a GPU, and the CPU reference
- * routines the GPU checks are validated with.
+ * checks against limits that pass and fail, the GPU checks without a GPU, the CPU reference
+ * routines the GPU checks are validated with, and the run-time loading of the GPU and fabric
+ * libraries (absent, broken, missing symbols, the tables against the installed toolkit, signal
+ * handlers kept).
  */
 #include "tests/unit/check.h"
 
 #include <math.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -15,6 +18,7 @@
 
 #include "server/core/jsonx.h"
 #include "worker/checks.h"
+#include "worker/dynlib.h"
 #include "worker/gpuref.h"
 #include "worker/preflight.h"
 
@@ -123,6 +127,20 @@ static void test_container(void)
     CHECK_STR(status_of(&p, "container.master_port"), "skip");
     preflight_release(&p);
 
+    /* A checkpoint directory the first attempt has yet to make: its parent is judged. */
+    o.ckpt_dir = "/tmp/ty-test-no-such-dir/job/run";
+    preflight_init(&p);
+    check_container(&c);
+    CHECK_STR(status_of(&p, "container.disk"), "pass");
+    CHECK(strstr(jsonx_str(find(&p, "container.disk"), "detail"), "(to be made in /tmp)") != NULL);
+    preflight_release(&p);
+    o.ckpt_dir = "/proc/ty-test/ckpt"; /* to be made in /proc, which has no free space */
+    preflight_init(&p);
+    check_container(&c);
+    CHECK_STR(status_of(&p, "container.disk"), "fail");
+    preflight_release(&p);
+    o.ckpt_dir = "/tmp";
+
     /* A /dev/shm of Docker's 64 MiB default against a 1 PiB need, a disk that cannot hold the
      * checkpoint, a host that does not resolve, a port someone listens on. */
     o.shm_min = 1LL << 50;
@@ -207,6 +225,85 @@ static void test_gpuref(void)
     CHECK_INT(gpuref_verify_fill(buf, sizeof(buf), 0xA5), 40);
 }
 
+static void on_signal(int signo)
+{
+    (void)signo;
+}
+
+/* dynlib_open of lib keeps every signal disposition; 0 when lib is not on this machine. */
+static int loads_keeping_signals(const char *lib)
+{
+    struct sigaction sa = { .sa_handler = on_signal }, before[NSIG], after;
+    int have[NSIG];
+    struct err err;
+    err_init(&err);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    for (int s = 1; s < NSIG; s++) /* glibc keeps 32 and 33 to itself */
+        have[s] = sigaction(s, NULL, &before[s]) == 0;
+    void *h = dynlib_open("lib", lib, &err);
+    for (int s = 1; h && s < NSIG; s++) {
+        if (!have[s] || sigaction(s, NULL, &after) < 0)
+            continue;
+        if (after.sa_handler != before[s].sa_handler || after.sa_flags != before[s].sa_flags) {
+            fprintf(stderr, "%s took signal %d\n", lib, s);
+            CHECK(0);
+        }
+    }
+    err_release(&err);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    return h != NULL;
+}
+
+/* A library that loads must have every function of the check's table (ERR_IO would mean the
+ * table and the library disagree); one that does not load is absent or not compiled in. */
+static void check_table(int (*load)(struct err *), const char *what)
+{
+    struct err err;
+    err_init(&err);
+    if (load(&err) == 0) {
+        CHECK(load(&err) == 0); /* loaded once, then kept */
+    } else {
+        CHECK(err.code == ERR_NOT_FOUND || err.code == ERR_UNSUPPORTED);
+        fprintf(stderr, "note: %s not checked against its library: %s\n", what, err.msg);
+    }
+    err_release(&err);
+}
+
+static void test_dynlib(void)
+{
+    struct err err;
+    char path[] = "/tmp/ty-test-dynlib-XXXXXX";
+    err_init(&err);
+    CHECK(!dynlib_open("Nothing", "libtrainyard-none.so.7", &err));
+    CHECK_INT(err.code, ERR_NOT_FOUND);
+    CHECK_STR(err.msg, "Nothing not found (libtrainyard-none.so.7)");
+    err_release(&err);
+    int fd = mkstemp(path);
+    CHECK(fd >= 0 && write(fd, "not ELF\n", 8) == 8);
+    close(fd);
+    err_init(&err);
+    CHECK(!dynlib_open("Junk", path, &err));
+    CHECK_INT(err.code, ERR_IO);
+    CHECK(!strncmp(err.msg, "Junk cannot be loaded (", 23));
+    err_release(&err);
+    unlink(path);
+    err_init(&err);
+    void *libm = dynlib_open("libm", "libm.so.6", &err);
+    CHECK(libm && dynlib_sym(libm, "libm.so.6", "cos", &err));
+    CHECK(!dynlib_sym(libm, "libm.so.6", "cuda_in_libm", &err));
+    CHECK_INT(err.code, ERR_IO);
+    CHECK(strstr(err.msg, "libm.so.6 has no cuda_in_libm") != NULL);
+    err_release(&err);
+    check_table(check_cuda_load, "CUDA table");
+    check_table(check_nccl_load, "NCCL table");
+    /* libinfinipath (libfabric's psm provider) sets handlers for SIGTERM, SIGSEGV...: kept. */
+    if (!loads_keeping_signals("libinfinipath.so.4"))
+        fprintf(stderr, "note: libinfinipath.so.4 absent\n");
+    loads_keeping_signals("libfabric.so.1");
+}
+
 int main(void)
 {
     test_tables();
@@ -215,5 +312,6 @@ int main(void)
     test_container();
     test_gpu_checks();
     test_gpuref();
+    test_dynlib();
     return check_done();
 }

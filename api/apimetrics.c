@@ -1,0 +1,88 @@
+/*
+ * apimetrics: request latency histograms and submission counts (see apimetrics.h). One cell
+ * per (route, status class) with cumulative-on-write buckets, so a scrape reads each counter
+ * once without locks.
+ */
+#include "api/apimetrics.h"
+
+#include <stdatomic.h>
+
+#include "api/routes.h"
+
+#define MAX_ROUTES 128
+#define NBUCKETS   12
+
+static const double bounds[NBUCKETS] = { 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                         0.1,   0.25,   0.5,   1,    2.5,   10 };
+static const char *const classes[] = { "2xx", "3xx", "4xx", "5xx" };
+
+struct cell {
+    atomic_ullong le[NBUCKETS]; /* requests with duration <= bounds[i] */
+    atomic_ullong count;
+    atomic_ullong sum_ns;
+};
+
+/* The last row is for requests no route matched. */
+static struct cell cells[MAX_ROUTES + 1][4];
+static atomic_ullong submissions;
+
+void apimetrics_observe(const struct route *route, int status, int64_t ns)
+{
+    size_t row = MAX_ROUTES;
+    if (route && route >= routes && route < routes + routes_count &&
+        (size_t)(route - routes) < MAX_ROUTES)
+        row = (size_t)(route - routes);
+    int cls = status / 100 - 2;
+    if (cls < 0 || cls > 3 || ns < 0)
+        return;
+    struct cell *c = &cells[row][cls];
+    double s = (double)ns / 1e9;
+    for (int i = 0; i < NBUCKETS; i++)
+        if (s <= bounds[i])
+            atomic_fetch_add_explicit(&c->le[i], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->sum_ns, (unsigned long long)ns, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->count, 1, memory_order_relaxed);
+}
+
+void apimetrics_submission(void)
+{
+    atomic_fetch_add_explicit(&submissions, 1, memory_order_relaxed);
+}
+
+static void write_cell(struct buf *out, const char *op, const char *cls, struct cell *c)
+{
+    unsigned long long count = atomic_load(&c->count);
+    if (!count)
+        return;
+    for (int i = 0; i < NBUCKETS; i++)
+        buf_printf(out,
+                   "trainyard_http_request_duration_seconds_bucket{operation=\"%s\","
+                   "code=\"%s\",le=\"%g\"} %llu\n",
+                   op, cls, bounds[i], (unsigned long long)atomic_load(&c->le[i]));
+    buf_printf(out,
+               "trainyard_http_request_duration_seconds_bucket{operation=\"%s\",code=\"%s\","
+               "le=\"+Inf\"} %llu\n"
+               "trainyard_http_request_duration_seconds_sum{operation=\"%s\",code=\"%s\"} %.9f\n"
+               "trainyard_http_request_duration_seconds_count{operation=\"%s\",code=\"%s\"} "
+               "%llu\n",
+               op, cls, count, op, cls, (double)atomic_load(&c->sum_ns) / 1e9, op, cls, count);
+}
+
+void apimetrics_write(struct buf *out)
+{
+    buf_printf(out,
+               "# HELP trainyard_job_submissions_total Jobs accepted by POST /v1/jobs.\n"
+               "# TYPE trainyard_job_submissions_total counter\n"
+               "trainyard_job_submissions_total %llu\n",
+               (unsigned long long)atomic_load(&submissions));
+    buf_puts(out, "# HELP trainyard_http_request_duration_seconds Time to answer API requests, "
+                  "by operation and status class (log follows excluded).\n"
+                  "# TYPE trainyard_http_request_duration_seconds histogram\n");
+    size_t n = routes_count < MAX_ROUTES ? routes_count : MAX_ROUTES;
+    for (size_t r = 0; r <= n; r++) {
+        size_t row = r < n ? r : MAX_ROUTES;
+        const char *op = r < n ? routes[r].operation_id : "unmatched";
+        for (int k = 0; k < 4; k++)
+            write_cell(out, op, classes[k], &cells[row][k]);
+    }
+}
