@@ -108,6 +108,27 @@ static void failed(struct kube *k, struct kjob *j, const json_t *c)
     kube_report_job(k, j, JOB_FAILED, reason ? reason : "Failed", msg);
 }
 
+/* Every slot's last report is a running container. */
+static bool all_running(const struct kjob *j)
+{
+    for (int s = 0; s < j->m.nodes; s++)
+        if (!j->slots[s].key[0] || j->slots[s].ended)
+            return false;
+    return true;
+}
+
+/* A pod ran again: the operator's restart is over once the object says Running (and no longer
+ * Restarting or Failed) and every pod runs. */
+static void restart_over(struct kube *k, struct kjob *j)
+{
+    const struct kobj *o = kmap_get(&k->objs, j->key);
+    if (!o || j->reported != JOB_RESTARTING || j->stop_requested || j->terminal)
+        return;
+    if (true_condition(o->conditions, "Running") && !true_condition(o->conditions, "Failed") &&
+        !true_condition(o->conditions, "Restarting") && all_running(j))
+        kube_report_job(k, j, JOB_RUNNING, "Running", "the failed pods are running again");
+}
+
 void kube_status_object(struct kube *k, struct kjob *j)
 {
     const struct kobj *o = kmap_get(&k->objs, j->key);
@@ -133,7 +154,8 @@ void kube_status_object(struct kube *k, struct kjob *j)
         kube_report_job(k, j, JOB_RESTARTING, "Restarting", m ? m : "restarting failed pods");
     } else if (j->reported == JOB_QUEUED) {
         kube_report_job(k, j, JOB_STARTING, "Resumed", "the job is no longer suspended");
-    } else if (j->reported == JOB_RESTARTING && true_condition(conds, "Running")) {
+    } else if (j->reported == JOB_RESTARTING && true_condition(conds, "Running") &&
+               all_running(j)) { /* not before its re-created pods are reported running */
         kube_report_job(k, j, JOB_RUNNING, "Running", "the failed pods are running again");
     }
 }
@@ -279,6 +301,7 @@ void kube_status_pod(struct kube *k, struct kpod *p)
         if (!at || clock_parse(at, &r.time) < 0)
             r.time = clock_now_ns();
         report_state(k, j, p, s, &r, restarts);
+        restart_over(k, j);
     } else if (json_object_get(state, "terminated")) {
         ended_from(json_object_get(state, "terminated"), &r);
         report_state(k, j, p, s, &r, restarts);
