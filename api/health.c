@@ -8,6 +8,7 @@
 #include <math.h>
 
 #include "api/handlers.h"
+#include "api/job_json.h"
 #include "api/healthview.h"
 #include "server/core/clock.h"
 #include "server/core/jsonx.h"
@@ -19,17 +20,6 @@
 #include "store/nodes.h"
 
 #define HEARTBEAT_MAX_METRICS 1000
-
-static struct job *load_job(struct request *req, struct response *res)
-{
-    struct err err;
-    err_init(&err);
-    struct job *j = store_job_get(req->api->store, req->params[0], &err);
-    if (!j)
-        problem_respond(req, res, &err);
-    err_release(&err);
-    return j;
-}
 
 struct unknown {
     const char *const *allowed;
@@ -89,7 +79,7 @@ static json_t *diagnosis_of(struct request *req, struct response *res, const str
 void jobs_diagnosis(struct request *req, struct response *res)
 {
     static const char *const allowed[] = { "attempt", NULL };
-    struct job *j = load_job(req, res);
+    struct job *j = job_from_path(req, res);
     if (!j || known_params(req, res, allowed) < 0)
         goto out;
     int attempt = -1;
@@ -122,7 +112,7 @@ out:
 void jobs_metrics(struct request *req, struct response *res)
 {
     static const char *const allowed[] = { "name", "rank", "since", "until", "downsample", NULL };
-    struct job *j = load_job(req, res);
+    struct job *j = job_from_path(req, res);
     struct metric_query q = { .name = request_query(req, "name"), .rank = -1, .max_points = 1000 };
     const char *rank = request_query(req, "rank"), *down = request_query(req, "downsample");
     if (!j || known_params(req, res, allowed) < 0 || time_param(req, res, "since", &q.since) < 0 ||
@@ -153,7 +143,7 @@ out:
 
 void jobs_health(struct request *req, struct response *res)
 {
-    struct job *j = load_job(req, res);
+    struct job *j = job_from_path(req, res);
     if (!j || known_params(req, res, (const char *const[]){ NULL }) < 0)
         goto out;
     struct rank *ranks = NULL;

@@ -88,3 +88,14 @@ json_t *job_json_spec(const struct job *j, json_t *spec, const struct rank *rank
     json_object_set_new(o, "links", links(j->id));
     return o;
 }
+
+struct job *job_from_path(struct request *req, struct response *res)
+{
+    struct err err;
+    err_init(&err);
+    struct job *j = store_job_get(req->api->store, req->params[0], &err);
+    if (!j)
+        problem_respond(req, res, &err);
+    err_release(&err);
+    return j;
+}

@@ -7,6 +7,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "api/api.h"
 #include "store/jobs.h"
 
 /* The job with its spec and, when ranks is not NULL, one entry per rank. New reference. */
@@ -16,5 +17,9 @@ json_t *job_json_spec(const struct job *job, json_t *spec, const struct rank *ra
 json_t *rank_json(const struct rank *r);
 /* Sets the job's "progress" (steals progress; NULL: null) and "stalled". */
 void job_json_progress(json_t *job, json_t *progress, bool stalled);
+
+/* The job named by the path's first parameter (caller frees with job_free); NULL with the
+ * response set (problem+json) when there is none. */
+struct job *job_from_path(struct request *req, struct response *res);
 
 #endif

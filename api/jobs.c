@@ -437,18 +437,6 @@ void jobs_get(struct request *req, struct response *res)
     respond_job(req, res, 200, req->params[0]);
 }
 
-/* Loads the job named in the path; NULL with the response set when absent. */
-static struct job *load_job(struct request *req, struct response *res)
-{
-    struct err err;
-    err_init(&err);
-    struct job *j = store_job_get(req->api->store, req->params[0], &err);
-    if (!j)
-        problem_respond(req, res, &err);
-    err_release(&err);
-    return j;
-}
-
 /* submit-scope tokens act only on their own jobs; admin on every job. */
 static bool may_change(struct request *req, struct response *res, const struct job *j)
 {
@@ -499,7 +487,7 @@ static int cancel_once(struct request *req, const struct job *j, struct err *err
 
 void jobs_cancel(struct request *req, struct response *res)
 {
-    struct job *j = load_job(req, res);
+    struct job *j = job_from_path(req, res);
     if (!j || !may_change(req, res, j)) {
         job_free(j);
         return;
@@ -532,7 +520,7 @@ void jobs_cancel(struct request *req, struct response *res)
 
 void jobs_resume(struct request *req, struct response *res)
 {
-    struct job *j = load_job(req, res);
+    struct job *j = job_from_path(req, res);
     if (!j || !may_change(req, res, j)) {
         job_free(j);
         return;
@@ -566,7 +554,7 @@ out:
 
 void jobs_delete(struct request *req, struct response *res)
 {
-    struct job *j = load_job(req, res);
+    struct job *j = job_from_path(req, res);
     if (!j || !may_change(req, res, j)) {
         job_free(j);
         return;
@@ -587,7 +575,7 @@ void jobs_delete(struct request *req, struct response *res)
 
 void jobs_events(struct request *req, struct response *res)
 {
-    struct job *j = load_job(req, res);
+    struct job *j = job_from_path(req, res);
     if (!j)
         return;
     int limit;

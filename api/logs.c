@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "api/handlers.h"
+#include "api/job_json.h"
 #include "api/logfmt.h"
 #include "api/logquery.h"
 #include "server/core/clock.h"
@@ -289,17 +290,6 @@ static void start_stream(struct request *req, struct response *res, struct logqu
     response_header(res, "X-Content-Type-Options", "nosniff");
 }
 
-static struct job *job_of(struct request *req, struct response *res)
-{
-    struct err err;
-    err_init(&err);
-    struct job *j = store_job_get(req->api->store, req->params[0], &err);
-    if (!j)
-        problem_respond(req, res, &err);
-    err_release(&err);
-    return j;
-}
-
 static int first_seq_of(void *ctx, const struct log_line *l)
 {
     int64_t *first = ctx;
@@ -325,7 +315,7 @@ static void start_at_tail(struct api *api, int64_t pk, struct logquery *lq)
 
 void jobs_logs(struct request *req, struct response *res)
 {
-    struct job *j = job_of(req, res);
+    struct job *j = job_from_path(req, res);
     if (!j)
         return;
     struct logquery lq;
@@ -344,7 +334,7 @@ void jobs_logs(struct request *req, struct response *res)
 
 void jobs_logs_download(struct request *req, struct response *res)
 {
-    struct job *j = job_of(req, res);
+    struct job *j = job_from_path(req, res);
     if (!j)
         return;
     struct logquery lq;

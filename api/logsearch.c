@@ -4,6 +4,7 @@
  * before and after in the same filtered timeline (same ranks and stream). Answers JSON.
  */
 #include "api/handlers.h"
+#include "api/job_json.h"
 #include "api/logfmt.h"
 #include "api/logquery.h"
 #include "server/core/clock.h"
@@ -73,19 +74,16 @@ static int add_context(struct request *req, const struct logquery *lq, int64_t p
 
 void jobs_logs_search(struct request *req, struct response *res)
 {
-    struct err err;
-    err_init(&err);
-    struct job *j = store_job_get(req->api->store, req->params[0], &err);
-    if (!j) {
-        problem_respond(req, res, &err);
-        err_release(&err);
+    struct job *j = job_from_path(req, res);
+    if (!j)
         return;
-    }
     struct logquery lq;
     if (logquery_parse(req, res, j, LOGQ_SEARCH, &lq) < 0) {
         job_free(j);
         return;
     }
+    struct err err;
+    err_init(&err);
     struct hits h = { .matches = json_array(), .lq = &lq };
     struct log_read_stats stats = { 0 };
     struct log_query q = lq.q;
@@ -97,7 +95,11 @@ void jobs_logs_search(struct request *req, struct response *res)
         json_array_remove(h.matches, json_array_size(h.matches) - 1);
     size_t i;
     json_t *m;
-    json_array_foreach(h.matches, i, m) if (rc == 0) rc = add_context(req, &lq, j->pk, m, &err);
+    json_array_foreach(h.matches, i, m)
+    {
+        if (rc == 0)
+            rc = add_context(req, &lq, j->pk, m, &err);
+    }
     if (rc < 0) {
         problem_respond(req, res, &err);
         json_decref(h.matches);

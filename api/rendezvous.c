@@ -14,6 +14,7 @@
 #include <pthread.h>
 
 #include "api/handlers.h"
+#include "api/job_json.h"
 #include "server/core/clock.h"
 #include "server/core/jsonx.h"
 #include "server/core/parse.h"
@@ -247,20 +248,14 @@ void rendezvous_release(struct api *api)
 /* The job in the path and its current attempt; NULL with the response set. */
 static struct job *job_for(struct request *req, struct response *res)
 {
-    struct err err;
-    err_init(&err);
-    struct job *j = store_job_get(req->api->store, req->params[0], &err);
-    if (!j)
-        problem_respond(req, res, &err);
-    else if (!good_name(req->params[1])) {
+    struct job *j = job_from_path(req, res);
+    if (j && !good_name(req->params[1])) {
         problem(req, res, ERR_INVALID,
-                "'%s' is not a valid name: 1 to 128 letters, digits, "
-                "'.', '_' or '-'",
+                "'%s' is not a valid name: 1 to 128 letters, digits, '.', '_' or '-'",
                 req->params[1]);
         job_free(j);
         j = NULL;
     }
-    err_release(&err);
     return j;
 }
 

@@ -9,6 +9,7 @@
 #include <math.h>
 
 #include "api/handlers.h"
+#include "api/job_json.h"
 #include "server/core/clock.h"
 #include "server/core/jsonx.h"
 #include "server/core/parse.h"
@@ -22,14 +23,9 @@
 /* The job and rank of the path; NULL with the response set. An ended job takes no reports. */
 static struct job *target(struct request *req, struct response *res, int *rank)
 {
-    struct err err;
-    err_init(&err);
-    struct job *j = store_job_get(req->api->store, req->params[0], &err);
-    if (!j) {
-        problem_respond(req, res, &err);
-        err_release(&err);
+    struct job *j = job_from_path(req, res);
+    if (!j)
         return NULL;
-    }
     if (parse_int(req->params[1], 0, j->nranks - 1, rank) < 0) {
         problem(req, res, ERR_NOT_FOUND, "job %s has no rank %s (ranks 0 to %d)", j->id,
                 req->params[1], j->nranks - 1);

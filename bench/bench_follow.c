@@ -23,10 +23,7 @@ struct follower {
 
 static void record(struct follower *f, int64_t ns)
 {
-    if (f->n == f->cap) {
-        f->cap = f->cap ? f->cap * 2 : 1024;
-        f->lat = xrealloc(f->lat, f->cap * sizeof(*f->lat));
-    }
+    XGROW(f->lat, f->n, f->cap);
     f->lat[f->n++] = ns;
 }
 

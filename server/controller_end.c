@@ -28,10 +28,7 @@ static struct ending_job *ending_add(struct controller *c, int64_t pk, bool stop
 {
     struct ending_job *e = ending_get(c, pk);
     if (!e) {
-        if (c->nending == c->capending) {
-            c->capending = c->capending ? c->capending * 2 : 8;
-            c->ending = xrealloc(c->ending, c->capending * sizeof(*c->ending));
-        }
+        XGROW(c->ending, c->nending, c->capending);
         e = &c->ending[c->nending++];
         *e = (struct ending_job){ .pk = pk, .since = clock_mono_ns() };
     }

@@ -1,8 +1,8 @@
 /*
- * http: the daemon's HTTP(S) listener on libmicrohttpd; the only file that includes
- * <microhttpd.h>. It turns each request into an api/api.h request, calls api_handle(), and
- * sends the response: buffered, static, deferred (connection suspended until the work is
- * committed) or streamed (log follow; suspended while nothing is ready).
+ * http: the daemon's HTTP(S) listener on libmicrohttpd; its files (http.c, http_exchange.c) are
+ * the only ones that include <microhttpd.h>. It turns each request into an api/api.h request,
+ * calls api_handle(), and sends the response: buffered, static, deferred (connection suspended
+ * until the work is committed) or streamed (log follow; suspended while nothing is ready).
  *
  * Threads: libmicrohttpd's internal epoll thread pool runs handlers; deferred completions and
  * stream wake-ups may come from any thread.

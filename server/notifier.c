@@ -81,10 +81,7 @@ void notifier_job(struct notifier *n, int64_t job_pk)
     for (size_t i = 0; i < n->ndirty && !known; i++)
         known = n->dirty[i] == job_pk;
     if (!known) {
-        if (n->ndirty == n->capdirty) {
-            n->capdirty = n->capdirty ? n->capdirty * 2 : 64;
-            n->dirty = xrealloc(n->dirty, n->capdirty * sizeof(*n->dirty));
-        }
+        XGROW(n->dirty, n->ndirty, n->capdirty);
         n->dirty[n->ndirty++] = job_pk;
     }
     pthread_cond_broadcast(&n->cond);

@@ -1,5 +1,5 @@
 /*
- * shim: supervises one rank of a local job (`trainyard shim`, started by local.c). It runs the
+ * shim: supervises one rank of a local job (`trainyard shim`, started by local_rank.c). It runs the
  * rank's command in its own process group, turns its stdout and stderr into timestamped log
  * records (server/core/logrec.h) appended to DIR/log, and records how the rank ended in
  * DIR/status.json. It lives in its own session, so it outlives a daemon that crashes or is
@@ -202,24 +202,61 @@ static int usage(void)
     return 2;
 }
 
+/* Reads the options before "--"; the index of "--", or -1 on a usage error. */
+static int parse_args(int argc, char **argv, struct shim *s, const char **cgroup, int64_t *max_line)
+{
+    int i = 1;
+    for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
+            s->dir = argv[++i];
+        else if (strcmp(argv[i], "--cgroup") == 0 && i + 1 < argc)
+            *cgroup = argv[++i];
+        else if (strcmp(argv[i], "--max-line") == 0 && i + 1 < argc &&
+                 parse_int64(argv[i + 1], 256, 1 << 24, max_line) == 0)
+            i++;
+        else
+            return -1;
+    }
+    return s->dir && i + 1 < argc ? i : -1;
+}
+
+/* The signals the shim forwards or reaps, delivered through a signalfd. */
+static int signal_fd(void)
+{
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGHUP);
+    sigaddset(&mask, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &mask, NULL);
+    return signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+/* The daemon reads the rank's end from status.json, after its log: while the disk is full,
+ * wait for room (up to an hour) rather than lose the last lines or the exit status. */
+static void report_end(struct shim *s, int status)
+{
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    char json[256];
+    snprintf(json, sizeof(json), "{\"exit_code\":%d,\"signal\":%d,\"finished_at\":%lld}\n", code,
+             sig, (long long)clock_now_ns());
+    for (int tries = 0; tries < 3600; tries++) {
+        if (s->out.len == 0 && (fsync(s->log_fd), write_atomic(s->dir, "status.json", json) == 0))
+            break;
+        clock_sleep_ms(1000);
+        flush_records(s);
+    }
+}
+
 int shim_main(int argc, char **argv)
 {
     struct shim s = { .log_fd = -1 };
     int64_t max_line = 65536;
     const char *cgroup = NULL;
-    int i = 1;
-    for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
-        if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
-            s.dir = argv[++i];
-        else if (strcmp(argv[i], "--cgroup") == 0 && i + 1 < argc)
-            cgroup = argv[++i];
-        else if (strcmp(argv[i], "--max-line") == 0 && i + 1 < argc &&
-                 parse_int64(argv[i + 1], 256, 1 << 24, &max_line) == 0)
-            i++;
-        else
-            return usage();
-    }
-    if (!s.dir || i + 1 >= argc)
+    int i = parse_args(argc, argv, &s, &cgroup, &max_line);
+    if (i < 0)
         return usage();
     char path[4096];
     snprintf(path, sizeof(path), "%s/log", s.dir);
@@ -229,14 +266,7 @@ int shim_main(int argc, char **argv)
         fprintf(stderr, "trainyard shim: %s: %s\n", path, strerror(errno));
         return 1;
     }
-    sigset_t mask;
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGTERM);
-    sigaddset(&mask, SIGINT);
-    sigaddset(&mask, SIGHUP);
-    sigaddset(&mask, SIGCHLD);
-    sigprocmask(SIG_BLOCK, &mask, NULL);
-    int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+    int sfd = signal_fd();
     for (int k = 0; k < 2; k++)
         linesplit_init(&s.split[k], (size_t)max_line);
     int64_t started = clock_now_ns();
@@ -251,18 +281,7 @@ int shim_main(int argc, char **argv)
     write_atomic(s.dir, "rank.json", json);
     int status = s.child > 0 ? supervise(&s, out[0], err[0], sfd) : (127 << 8);
     flush_records(&s);
-    int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-    snprintf(json, sizeof(json), "{\"exit_code\":%d,\"signal\":%d,\"finished_at\":%lld}\n", code,
-             sig, (long long)clock_now_ns());
-    /* The daemon reads the rank's end from status.json, after its log: while the disk is full,
-     * wait for room (up to an hour) rather than lose the last lines or the exit status. */
-    for (int tries = 0; tries < 3600; tries++) {
-        if (s.out.len == 0 && (fsync(s.log_fd), write_atomic(s.dir, "status.json", json) == 0))
-            break;
-        clock_sleep_ms(1000);
-        flush_records(&s);
-    }
+    report_end(&s, status);
     for (int k = 0; k < 2; k++)
         linesplit_release(&s.split[k]);
     buf_release(&s.out);

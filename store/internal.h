@@ -25,6 +25,7 @@ enum store_module {
     MOD_WEBHOOKS,
     MOD_OUTBOX,
     MOD_METRICS,
+    MOD_METRIC_READS,
     MOD_NODES,
     MOD_RENDEZVOUS,
     MOD_MISC,
@@ -48,6 +49,14 @@ sqlite3_stmt *stmt(struct conn *c, enum store_module mod, int index, const char 
 int sql_fail(struct conn *c, struct err *err, const char *what);
 /* Steps a statement that returns no rows; -1 with err on failure. */
 int sql_exec_stmt(struct conn *c, sqlite3_stmt *s, struct err *err, const char *what);
+/* Steps a statement that must change a row: -1 with ERR_NOT_FOUND "no <noun> '<key>'" when it
+ * changed none, or with the SQLite error. */
+int sql_exec_one(struct conn *c, sqlite3_stmt *s, struct err *err, const char *noun,
+                 const char *key);
+/* Steps a statement that selects one row: 0 with the row ready to read (the caller resets s), or
+ * -1 (s reset) with ERR_NOT_FOUND "no <noun> '<key>'" or the SQLite error. */
+int sql_step_one(struct conn *c, sqlite3_stmt *s, struct err *err, const char *noun,
+                 const char *key);
 /* Runs SQL text (no parameters) on c. */
 int sql_exec(struct conn *c, const char *sql, struct err *err);
 

@@ -315,10 +315,7 @@ int store_ranks_get(struct store *st, int64_t pk, struct rank **out, size_t *n, 
     size_t cap = 0;
     int rc;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 8;
-            *out = xrealloc(*out, cap * sizeof(**out));
-        }
+        XGROW(*out, *n, cap);
         struct rank *r = &(*out)[(*n)++];
         r->rank = (int)col_int(s, 0);
         if (rankstate_parse(col_text(s, 1), &r->state) < 0)
@@ -430,10 +427,7 @@ static int collect_jobs(struct conn *c, sqlite3_stmt *s, struct job ***out, size
     *out = NULL;
     *n = 0;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 16;
-            *out = xrealloc(*out, cap * sizeof(**out));
-        }
+        XGROW(*out, *n, cap);
         (*out)[(*n)++] = job_from_row(s);
     }
     if (rc != SQLITE_DONE) {

@@ -174,10 +174,7 @@ struct lineset {
 static int keep_line(void *ctx, struct log_line *l)
 {
     struct lineset *ls = ctx;
-    if (ls->n == ls->cap) {
-        ls->cap = ls->cap ? ls->cap * 2 : 1024;
-        ls->lines = xrealloc(ls->lines, ls->cap * sizeof(*ls->lines));
-    }
+    XGROW(ls->lines, ls->n, ls->cap);
     struct log_line copy = *l;
     copy.text = (const char *)(uintptr_t)ls->text.len;
     copy.rank = l->src >= 0 && (size_t)l->src < ls->nsrc ? ls->rank_of_src[l->src] : 0;
@@ -418,10 +415,7 @@ static int collect_pks(struct conn *c, sqlite3_stmt *s, int64_t **pks, size_t *n
     *pks = NULL;
     *n = 0;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 16;
-            *pks = xrealloc(*pks, cap * sizeof(**pks));
-        }
+        XGROW(*pks, *n, cap);
         (*pks)[(*n)++] = col_int(s, 0);
     }
     sqlite3_reset(s);

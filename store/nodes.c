@@ -115,10 +115,7 @@ int store_node_marks_list(struct store *st, struct node_mark ***out, size_t *n, 
     size_t cap = 0;
     int rc;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 8;
-            *out = xrealloc(*out, cap * sizeof(**out));
-        }
+        XGROW(*out, *n, cap);
         (*out)[(*n)++] = mark_from_row(s);
     }
     sqlite3_reset(s);

@@ -128,10 +128,7 @@ int store_webhook_behind(struct store *st, int64_t since, int64_t **pks, size_t 
     size_t cap = 0;
     int rc;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 64;
-            *pks = xrealloc(*pks, cap * sizeof(**pks));
-        }
+        XGROW(*pks, *n, cap);
         (*pks)[(*n)++] = col_int(s, 0);
     }
     sqlite3_reset(s);

@@ -319,6 +319,37 @@ int sql_exec_stmt(struct conn *c, sqlite3_stmt *s, struct err *err, const char *
     return 0;
 }
 
+static int fail_on(struct conn *c, struct err *err, const char *noun, const char *key)
+{
+    char what[160];
+    snprintf(what, sizeof(what), "%s '%.100s'", noun, key);
+    return sql_fail(c, err, what);
+}
+
+int sql_exec_one(struct conn *c, sqlite3_stmt *s, struct err *err, const char *noun,
+                 const char *key)
+{
+    int rc = sqlite3_step(s);
+    sqlite3_reset(s);
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+        return fail_on(c, err, noun, key);
+    if (sqlite3_changes(c->db) == 0)
+        return err_set(err, ERR_NOT_FOUND, "no %s '%s'", noun, key);
+    return 0;
+}
+
+int sql_step_one(struct conn *c, sqlite3_stmt *s, struct err *err, const char *noun,
+                 const char *key)
+{
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW)
+        return 0;
+    sqlite3_reset(s);
+    if (rc == SQLITE_DONE)
+        return err_set(err, ERR_NOT_FOUND, "no %s '%s'", noun, key);
+    return fail_on(c, err, noun, key);
+}
+
 int sql_exec(struct conn *c, const char *sql, struct err *err)
 {
     char *msg = NULL;

@@ -84,10 +84,8 @@ static int apply_update(struct conn *c, void *arg, struct err *err)
     bind_text(s, ":description", t->description ? t->description : "");
     bind_text(s, ":spec", t->spec);
     bind_int(s, ":now", t->now);
-    if (sql_exec_stmt(c, s, err, "updating the template") < 0)
+    if (sql_exec_one(c, s, err, "template", t->name) < 0)
         return -1;
-    if (sqlite3_changes(c->db) == 0)
-        return err_set(err, ERR_NOT_FOUND, "no template '%s'", t->name);
     return audit(c, "template.update", t->name, t->actor, t->request_id, err);
 }
 
@@ -117,10 +115,8 @@ static int apply_delete(struct conn *c, void *arg, struct err *err)
     if (!(s = STMT(c, P_DELETE, err)))
         return -1;
     bind_text(s, ":name", op->name);
-    if (sql_exec_stmt(c, s, err, "deleting the template") < 0)
+    if (sql_exec_one(c, s, err, "template", op->name) < 0)
         return -1;
-    if (sqlite3_changes(c->db) == 0)
-        return err_set(err, ERR_NOT_FOUND, "no template '%s'", op->name);
     return audit(c, "template.delete", op->name, op->actor, op->request_id, err);
 }
 
@@ -170,14 +166,7 @@ struct template_def *store_template_get(struct store *st, const char *name, stru
     if (!s)
         return NULL;
     bind_text(s, ":name", name);
-    int rc = sqlite3_step(s);
-    struct template_def *t = NULL;
-    if (rc == SQLITE_ROW)
-        t = from_row(s);
-    else if (rc == SQLITE_DONE)
-        err_set(err, ERR_NOT_FOUND, "no template '%s'", name);
-    else
-        sql_fail(c, err, "reading a template");
+    struct template_def *t = sql_step_one(c, s, err, "template", name) == 0 ? from_row(s) : NULL;
     sqlite3_reset(s);
     return t;
 }
@@ -193,10 +182,7 @@ int store_template_list(struct store *st, struct template_def ***out, size_t *n,
     size_t cap = 0;
     int rc;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 8;
-            *out = xrealloc(*out, cap * sizeof(**out));
-        }
+        XGROW(*out, *n, cap);
         (*out)[(*n)++] = from_row(s);
     }
     sqlite3_reset(s);

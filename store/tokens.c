@@ -158,10 +158,7 @@ int store_token_list(struct store *st, struct token ***out, size_t *n, struct er
     size_t cap = 0;
     int rc;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 8;
-            *out = xrealloc(*out, cap * sizeof(**out));
-        }
+        XGROW(*out, *n, cap);
         (*out)[(*n)++] = token_from_row(s);
     }
     sqlite3_reset(s);

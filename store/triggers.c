@@ -118,10 +118,8 @@ static int apply_update(struct conn *c, void *arg, struct err *err)
     if (!s)
         return -1;
     bind_common(s, t, tpk);
-    if (sql_exec_stmt(c, s, err, "updating the trigger") < 0)
+    if (sql_exec_one(c, s, err, "trigger", t->id) < 0)
         return -1;
-    if (sqlite3_changes(c->db) == 0)
-        return err_set(err, ERR_NOT_FOUND, "no trigger '%s'", t->id);
     if (t->secrets) {
         if (!(s = STMT(c, G_UPDATE_SECRETS, err)))
             return -1;
@@ -145,10 +143,8 @@ static int apply_delete(struct conn *c, void *arg, struct err *err)
     if (!s)
         return -1;
     bind_text(s, ":id", t->id);
-    if (sql_exec_stmt(c, s, err, "deleting the trigger") < 0)
+    if (sql_exec_one(c, s, err, "trigger", t->id) < 0)
         return -1;
-    if (sqlite3_changes(c->db) == 0)
-        return err_set(err, ERR_NOT_FOUND, "no trigger '%s'", t->id);
     return audit(c, "trigger.delete", t, err);
 }
 
@@ -208,14 +204,8 @@ struct trigger_def *store_trigger_get(struct store *st, const char *id_or_name, 
     if (!s)
         return NULL;
     bind_text(s, ":key", id_or_name);
-    int rc = sqlite3_step(s);
-    struct trigger_def *t = NULL;
-    if (rc == SQLITE_ROW)
-        t = from_row(s);
-    else if (rc == SQLITE_DONE)
-        err_set(err, ERR_NOT_FOUND, "no trigger '%s'", id_or_name);
-    else
-        sql_fail(c, err, "reading a trigger");
+    struct trigger_def *t =
+        sql_step_one(c, s, err, "trigger", id_or_name) == 0 ? from_row(s) : NULL;
     sqlite3_reset(s);
     return t;
 }
@@ -231,10 +221,7 @@ int store_trigger_list(struct store *st, struct trigger_def ***out, size_t *n, s
     size_t cap = 0;
     int rc;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 8;
-            *out = xrealloc(*out, cap * sizeof(**out));
-        }
+        XGROW(*out, *n, cap);
         (*out)[(*n)++] = from_row(s);
     }
     sqlite3_reset(s);

@@ -89,10 +89,8 @@ static int apply_update(struct conn *c, void *arg, struct err *err)
     if (!s)
         return -1;
     bind_common(s, w);
-    if (sql_exec_stmt(c, s, err, "updating the webhook") < 0)
+    if (sql_exec_one(c, s, err, "webhook", w->id) < 0)
         return -1;
-    if (sqlite3_changes(c->db) == 0)
-        return err_set(err, ERR_NOT_FOUND, "no webhook '%s'", w->id);
     if (w->secret) {
         if (!(s = STMT(c, W_UPDATE_SECRET, err)))
             return -1;
@@ -116,10 +114,8 @@ static int apply_delete(struct conn *c, void *arg, struct err *err)
     if (!s)
         return -1;
     bind_text(s, ":id", w->id);
-    if (sql_exec_stmt(c, s, err, "deleting the webhook") < 0)
+    if (sql_exec_one(c, s, err, "webhook", w->id) < 0)
         return -1;
-    if (sqlite3_changes(c->db) == 0)
-        return err_set(err, ERR_NOT_FOUND, "no webhook '%s'", w->id);
     return audit(c, "webhook.delete", w, err);
 }
 
@@ -177,14 +173,8 @@ struct webhook_def *store_webhook_get(struct store *st, const char *id_or_name, 
     if (!s)
         return NULL;
     bind_text(s, ":key", id_or_name);
-    int rc = sqlite3_step(s);
-    struct webhook_def *w = NULL;
-    if (rc == SQLITE_ROW)
-        w = from_row(s);
-    else if (rc == SQLITE_DONE)
-        err_set(err, ERR_NOT_FOUND, "no webhook '%s'", id_or_name);
-    else
-        sql_fail(c, err, "reading a webhook");
+    struct webhook_def *w =
+        sql_step_one(c, s, err, "webhook", id_or_name) == 0 ? from_row(s) : NULL;
     sqlite3_reset(s);
     return w;
 }
@@ -201,10 +191,7 @@ int store_webhook_list(struct store *st, bool enabled_only, struct webhook_def *
     size_t cap = 0;
     int rc;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 8;
-            *out = xrealloc(*out, cap * sizeof(**out));
-        }
+        XGROW(*out, *n, cap);
         (*out)[(*n)++] = from_row(s);
     }
     sqlite3_reset(s);

@@ -114,10 +114,7 @@ void bloom_release(struct bloom *b)
 
 void bloom_add(struct bloom *b, uint64_t hash)
 {
-    if (b->n == b->cap) {
-        b->cap = b->cap ? b->cap * 2 : 1024;
-        b->hashes = xrealloc(b->hashes, b->cap * sizeof(*b->hashes));
-    }
+    XGROW(b->hashes, b->n, b->cap);
     b->hashes[b->n++] = hash;
 }
 

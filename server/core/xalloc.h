@@ -18,4 +18,13 @@ char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #define XNEW(type) ((type *)xcalloc(1, sizeof(type)))
 
+/* Makes room for one more element in a growable array: arr holds n of cap; doubles when full. */
+#define XGROW(arr, n, cap)                                                                         \
+    do {                                                                                           \
+        if ((n) == (cap)) {                                                                        \
+            (cap) = (cap) ? (cap)*2 : 8;                                                           \
+            (arr) = xrealloc((arr), (cap) * sizeof(*(arr)));                                       \
+        }                                                                                          \
+    } while (0)
+
 #endif

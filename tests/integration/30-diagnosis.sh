@@ -47,9 +47,11 @@ sleep 0.5; echo \"[E501 12:10:01.123 ProcessGroupNCCL.cpp:616] [Rank \$RANK] $WD
 cascade=$(job cascade "$CASCADE" '"procs_per_node":3')
 
 # Ranks 0, 1 and 3 time out in the collective; rank 2 never reaches it (hung in its data
-# loader): it is the suspect.
+# loader): it is the suspect. The timed-out ranks linger before exiting, as torchrun's do, so
+# that each has logged its timeout before the first exit stops the others (ranks start up to a
+# second apart on a loaded machine).
 HUNG="if [ \$RANK = 2 ]; then echo 'loading shard 7'; sleep 30; fi
-sleep 0.5; echo \"[E501 12:10:01.123 ProcessGroupNCCL.cpp:616] [Rank \$RANK] $WD\" >&2; exit 6"
+sleep 0.5; echo \"[E501 12:10:01.123 ProcessGroupNCCL.cpp:616] [Rank \$RANK] $WD\" >&2; sleep 3; exit 6"
 hung=$(job hung "$HUNG" '"procs_per_node":4')
 
 segv=$(job segv 'echo "forward pass"; kill -SEGV $$')
