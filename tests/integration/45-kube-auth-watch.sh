@@ -46,7 +46,7 @@ ctl watches/expire >/dev/null
 ctl pods/oomkill '{"pod":"ty-'"$id3"'-worker-1"}' >/dev/null
 eventually "a change made while the watches were expiring is seen" 30 state_is "$id3" failed
 check_eq "it is the right change" "OOMKilled 2" "$(job_field "$id3" '"\(.first_failure.reason) \(.first_failure.rank)"')"
-check "the expiry made the daemon list again" bash -c "curl -s -H 'Authorization: Bearer $TOKEN' $URL/metrics | grep -q 'trainyard_kube_watch_restarts_total{reason=\"expired\"} [1-9]'"
+eventually "the expiry made the daemon list again" 5 bash -c "curl -s -H 'Authorization: Bearer $TOKEN' $URL/metrics | grep -q 'trainyard_kube_watch_restarts_total{reason=\"expired\"} [1-9]'"
 for i in 1 2 3; do ctl watches/expire >/dev/null; sleep 0.3; done
 id4=$(submit_id '{"name":"after-expiry","image":"x","nodes":2}')
 eventually "jobs still run after repeated expiries" 30 state_is "$id4" succeeded
