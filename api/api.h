@@ -81,6 +81,8 @@ struct api_hooks {
     void (*job_changed)(void *ctx, int64_t job_pk); /* a job was created, cancelled, resumed */
     /* Renders the executor object a spec would create (dry run); new reference or NULL+err. */
     json_t *(*dry_run)(void *ctx, const json_t *spec, const char *job_id, struct err *err);
+    /* The cluster's nodes for GET /v1/nodes (new reference), or NULL with err. */
+    json_t *(*nodes)(void *ctx, struct err *err);
     /* A finished job was deleted: remove what it left outside the database (log files). */
     void (*job_deleted)(void *ctx, const char *job_id);
     /* Adds Prometheus text for daemon-level metrics (executors, ingest, HTTP). */

@@ -45,6 +45,7 @@ void ranks_heartbeat(struct request *req, struct response *res);
 void ranks_preflight(struct request *req, struct response *res);
 
 /* api/nodes.c */
+void nodes_list(struct request *req, struct response *res);
 void nodes_get_mark(struct request *req, struct response *res);
 void nodes_mark(struct request *req, struct response *res);
 void nodes_unmark(struct request *req, struct response *res);

@@ -10,6 +10,8 @@
 #include "api/handlers.h"
 #include "api/apimetrics.h"
 #include "api/job_json.h"
+#include "api/manifest.h"
+#include "api/manifest_submit.h"
 #include "api/selector.h"
 #include "api/spec.h"
 #include "server/core/clock.h"
@@ -328,6 +330,13 @@ void jobs_create(struct request *req, struct response *res)
     json_t *doc = request_body_doc(req, res);
     if (!doc)
         return;
+    if (manifest_detect(doc)) {
+        json_t *wrapped = manifest_submit_doc(req, res, doc);
+        json_decref(doc);
+        if (!wrapped)
+            return;
+        doc = wrapped;
+    }
     jobs_submit_request(req, res, doc);
     json_decref(doc);
 }

@@ -1,12 +1,16 @@
 /*
- * nodes: marks on nodes (OpenAPI tag "nodes"; store/nodes.h). The daemon marks a node
- * `suspect` after a failed preflight or a hardware finding (Xid, ECC); an admin can mark a
- * node `suspect` or `bad` and remove marks. Executors avoid marked nodes when they place ranks.
- * The listing of nodes themselves belongs to the Kubernetes executor (GET /v1/nodes).
+ * nodes: the cluster's nodes and trainyard's marks on them (OpenAPI tag "nodes"). The
+ * Kubernetes executor keeps the nodes from a watch: GET /v1/nodes hands out its latest
+ * snapshot (api->hooks.nodes), never waiting on the API server, with each node's mark from the
+ * store added, and the marked nodes it does not list (so that marks are listed everywhere).
+ * Marks (store/nodes.h): the daemon marks a node `suspect` after a failed preflight or a
+ * hardware finding (Xid, ECC); an admin can mark a node `suspect` or `bad` and remove marks.
+ * Executors avoid marked nodes when they place ranks.
  */
 #include "api/handlers.h"
 #include "server/core/jsonx.h"
 #include "server/core/names.h"
+#include "server/core/xalloc.h"
 #include "store/nodes.h"
 #include "store/tokens.h"
 
@@ -19,6 +23,75 @@ static json_t *node_mark_json(const struct node_mark *m)
     jsonx_set_time(o, "created_at", m->created_at);
     jsonx_set_time(o, "updated_at", m->updated_at);
     return o;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    const char *x = jsonx_str(*(json_t *const *)a, "name"),
+               *y = jsonx_str(*(json_t *const *)b, "name");
+    return strcmp(x ? x : "", y ? y : "");
+}
+
+/* Sorts the array by "name" in place. */
+static void sort_by_name(json_t *items)
+{
+    size_t n = json_array_size(items);
+    json_t **v = xcalloc(n ? n : 1, sizeof(*v));
+    for (size_t i = 0; i < n; i++)
+        v[i] = json_incref(json_array_get(items, i));
+    qsort(v, n, sizeof(*v), by_name);
+    json_array_clear(items);
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(items, v[i]);
+    free(v);
+}
+
+/* Adds each listed node's mark ("marked", "mark"), and lists the marked nodes the executor
+ * does not (no Kubernetes executor, or a node that left the cluster) with their mark only. */
+static int add_marks(struct store *st, json_t *items, struct err *err)
+{
+    struct node_mark **marks = NULL;
+    size_t n = 0;
+    if (store_node_marks_list(st, &marks, &n, err) < 0)
+        return -1;
+    bool *seen = xcalloc(n ? n : 1, sizeof(*seen));
+    size_t i;
+    json_t *node;
+    json_array_foreach(items, i, node)
+    {
+        const char *name = jsonx_str(node, "name");
+        size_t k = 0;
+        while (name && k < n && strcmp(marks[k]->name, name) != 0)
+            k++;
+        bool hit = name && k < n;
+        if (hit)
+            seen[k] = true;
+        json_object_set_new(node, "marked", json_boolean(hit));
+        json_object_set_new(node, "mark", hit ? node_mark_json(marks[k]) : json_null());
+    }
+    for (size_t k = 0; k < n; k++)
+        if (!seen[k])
+            json_array_append_new(items,
+                                  json_pack("{s:s,s:b,s:o,s:[]}", "name", marks[k]->name, "marked",
+                                            1, "mark", node_mark_json(marks[k]), "jobs"));
+    sort_by_name(items);
+    free(seen);
+    node_marks_free(marks, n);
+    return 0;
+}
+
+void nodes_list(struct request *req, struct response *res)
+{
+    struct err err;
+    err_init(&err);
+    json_t *doc = req->api->hooks.nodes ? req->api->hooks.nodes(req->api->hooks.ctx, &err)
+                                        : json_pack("{s:[]}", "items");
+    if (doc && add_marks(req->api->store, json_object_get(doc, "items"), &err) == 0)
+        response_json_new(res, 200, json_incref(doc));
+    else
+        problem_respond(req, res, &err);
+    json_decref(doc);
+    err_release(&err);
 }
 
 static int check_name(struct request *req, struct response *res)

@@ -42,6 +42,7 @@ const struct route routes[] = {
     { HTTP_POST, "/v1/jobs/{id}/ranks/{rank}/preflight", SCOPE_WORKER, "ranks_preflight",
       ranks_preflight },
     /* nodes */
+    { HTTP_GET, "/v1/nodes", SCOPE_READ, "nodes_list", nodes_list },
     { HTTP_GET, "/v1/nodes/{name}/mark", SCOPE_READ, "nodes_get_mark", nodes_get_mark },
     { HTTP_POST, "/v1/nodes/{name}/mark", SCOPE_ADMIN, "nodes_mark", nodes_mark },
     { HTTP_DELETE, "/v1/nodes/{name}/mark", SCOPE_ADMIN, "nodes_unmark", nodes_unmark },

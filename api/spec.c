@@ -24,6 +24,7 @@ enum ftype {
     T_ENV,      /* object of string or {secret, key} */
     T_QUANTITY, /* Kubernetes quantity: string ("16Gi") or non-negative number */
     T_OBJECTS,  /* array of objects, passed through (tolerations) */
+    T_DOC,      /* an object kept as it is (a Kubernetes manifest) */
 };
 
 struct field {
@@ -108,6 +109,7 @@ static const struct field kubernetes_fields[] = {
     { "annotations", T_STRMAP, .max = 64, .check = names_label_key },
     { "tolerations", T_OBJECTS, .max = 32 },
     { "elastic", T_OBJECT, .fields = elastic_fields },
+    { "manifest", T_DOC },
     { NULL },
 };
 
@@ -179,6 +181,7 @@ static const char *type_name(enum ftype t)
         [T_ENV] = "an object of environment variables",
         [T_QUANTITY] = "a quantity such as \"16Gi\" or 8",
         [T_OBJECTS] = "an array of objects",
+        [T_DOC] = "an object",
     };
     return names[t];
 }
@@ -386,6 +389,7 @@ static bool type_ok(enum ftype t, json_t *v)
     case T_OBJECT:
     case T_STRMAP:
     case T_ENV:
+    case T_DOC:
         return json_is_object(v);
     case T_STRINGS:
     case T_INTS:
@@ -421,6 +425,8 @@ static json_t *check_value(struct walk *w, const struct field *f, json_t *v)
         return check_map(w, f, v);
     case T_QUANTITY:
         return check_quantity(w, v);
+    case T_DOC:
+        return json_deep_copy(v);
     }
     return NULL;
 }
@@ -451,7 +457,7 @@ static void check_cross(const json_t *spec, const struct spec_options *o, struct
                     "(start it with --executor kubernetes)");
     if (!kube && !o->local_enabled)
         field_error(err, "/executor", "the local executor is not enabled on this daemon");
-    if (kube && !v.image)
+    if (kube && !v.image && !json_object_get(v.kubernetes, "manifest"))
         field_error(err, "/image", "is required by the kubernetes executor");
     if (!kube && (!v.command || json_array_size(v.command) == 0))
         field_error(err, "/command", "is required by the local executor (the program to run)");

@@ -162,6 +162,15 @@ static void gathered_reset(struct collect *c)
 static int resolve_src(struct collect *c, int64_t pk, const char *key, bool *is_new)
 {
     int src = -1, next = 0;
+    /* A source first seen earlier in this round (two pushed batches of a new pod) is not
+     * stored yet: it keeps the number it was given. */
+    struct gathered *round = gathered_for(c, pk);
+    for (size_t i = 0; i < round->nsources; i++) {
+        if (strcmp(round->sources[i].key, key) == 0) {
+            *is_new = false;
+            return round->sources[i].src;
+        }
+    }
     struct err err;
     err_init(&err);
     store_log_source_find(c->st, pk, key, &src, &next, &err);

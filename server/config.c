@@ -61,6 +61,8 @@ static const struct option_def options[] = {
         "in-cluster)"),
     OPT("context", O_STRING, kube_context, "", "kubeconfig context (default: current)"),
     OPT("namespace", O_STRING, kube_namespace, "", "Kubernetes namespace (default: context's)"),
+    OPT("kube-log-streams", O_INT, kube_log_streams, "1000",
+        "pod log streams followed at once; the others are read when a stream frees"),
     OPT("diagnosis", O_BOOL, diagnosis, "on",
         "analyse every log line (failures, progress, metrics); off: exit statuses only"),
     OPT("stall-floor", O_DURATION, stall_floor_ns, "5m", "a job is stalled after at least this"),

@@ -41,6 +41,7 @@ struct config {
     char *kubeconfig;
     char *kube_context;
     char *kube_namespace;
+    int kube_log_streams;
     bool diagnosis; /* feed every stored log line to the jobs' diagnoses */
     int64_t stall_floor_ns;
     char *prometheus_url;

@@ -1,6 +1,7 @@
 /*
  * controller: the reconcile loop; see controller.h. Reports from executors are copied into a
- * queue under `lock` and handled on the controller thread, so all job decisions are serial.
+ * queue under `lock` and handled on the controller thread, so all job decisions are serial
+ * (the queue and the handling of reports: controller_report.c).
  *
  * How a running attempt ends: when a rank fails (or a stall policy stops the job) the other
  * ranks are stopped at once, and the end is decided once every rank has ended and the
@@ -20,82 +21,6 @@
 #include "store/nodes.h"
 #include "store/tokens.h"
 
-static char *dup_or_null(const char *s)
-{
-    return s ? xstrdup(s) : NULL;
-}
-
-static void enqueue(struct controller *c, struct queued_report *q)
-{
-    pthread_mutex_lock(&c->lock);
-    if (c->tail)
-        c->tail->next = q;
-    else
-        c->head = q;
-    c->tail = q;
-    pthread_cond_signal(&c->cond);
-    pthread_mutex_unlock(&c->lock);
-}
-
-static void on_rank(void *ctx, const struct rank_report *r)
-{
-    struct queued_report *q = XNEW(struct queued_report);
-    q->rank = *r;
-    q->rank.node = q->strings[0] = dup_or_null(r->node);
-    q->rank.pod = q->strings[1] = dup_or_null(r->pod);
-    q->rank.reason = q->strings[2] = dup_or_null(r->reason);
-    q->rank.message = q->strings[3] = dup_or_null(r->message);
-    if (!q->rank.time)
-        q->rank.time = clock_now_ns();
-    enqueue(ctx, q);
-}
-
-static void on_job(void *ctx, const struct job_report *r)
-{
-    struct queued_report *q = XNEW(struct queued_report);
-    q->is_job = true;
-    q->job = *r;
-    q->job.reason = q->strings[0] = dup_or_null(r->reason);
-    q->job.message = q->strings[1] = dup_or_null(r->message);
-    struct job_event *ev = r->nevents ? xcalloc(r->nevents, sizeof(*ev)) : NULL;
-    for (size_t i = 0; i < r->nevents; i++) {
-        ev[i] = r->events[i];
-        ev[i].type = dup_or_null(r->events[i].type);
-        ev[i].reason = dup_or_null(r->events[i].reason);
-        ev[i].message = dup_or_null(r->events[i].message);
-        ev[i].source = dup_or_null(r->events[i].source);
-    }
-    q->job.events = ev;
-    enqueue(ctx, q);
-}
-
-static void report_free(struct queued_report *q)
-{
-    for (int i = 0; i < 5; i++)
-        free(q->strings[i]);
-    for (size_t i = 0; q->is_job && i < q->job.nevents; i++) {
-        free((char *)q->job.events[i].type);
-        free((char *)q->job.events[i].reason);
-        free((char *)q->job.events[i].message);
-        free((char *)q->job.events[i].source);
-    }
-    if (q->is_job)
-        free((void *)q->job.events);
-    free(q);
-}
-
-void executor_report_rank(struct executor *ex, const struct rank_report *r)
-{
-    if (ex->events.rank)
-        ex->events.rank(ex->events.ctx, r);
-}
-
-void executor_report_job(struct executor *ex, const struct job_report *r)
-{
-    if (ex->events.job)
-        ex->events.job(ex->events.ctx, r);
-}
-
 struct controller *controller_new(struct store *st, struct executor **executors, size_t n,
                                   const struct controller_options *opts,
                                   const struct controller_hooks *hooks)
@@ -112,15 +37,12 @@ struct controller *controller_new(struct store *st, struct executor **executors,
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->cond, NULL);
     c->dirty = true;
-    for (size_t i = 0; i < n; i++) {
-        executors[i]->events.ctx = c;
-        executors[i]->events.rank = on_rank;
-        executors[i]->events.job = on_job;
-    }
+    for (size_t i = 0; i < n; i++)
+        controller_listen(c, executors[i]);
     return c;
 }
 
-static struct executor *executor_for(struct controller *c, const char *name)
+struct executor *controller_executor(struct controller *c, const char *name)
 {
     for (size_t i = 0; i < c->nexec; i++)
         if (strcmp(c->executors[i]->name, name) == 0)
@@ -182,19 +104,6 @@ void controller_stop_job(struct controller *c, struct executor *ex, const struct
     err_release(&err);
 }
 
-static struct job *load(struct controller *c, int64_t pk)
-{
-    struct err err;
-    err_init(&err);
-    struct job *j = store_job_get_pk(c->st, pk, &err);
-    if (!j && err.code == ERR_UNAVAILABLE)
-        c->store_down = true;
-    if (!j && err.code != ERR_NOT_FOUND)
-        log_error("controller: loading job %lld: %s", (long long)pk, err.msg);
-    err_release(&err);
-    return j;
-}
-
 struct rank_counts controller_count_ranks(struct controller *c, int64_t pk)
 {
     struct rank_counts n = { 0 };
@@ -208,32 +117,6 @@ struct rank_counts controller_count_ranks(struct controller *c, int64_t pk)
     }
     ranks_free(ranks, n.total);
     return n;
-}
-
-static bool rank_terminal(struct controller *c, int64_t pk, int rank)
-{
-    struct rank *ranks = NULL;
-    size_t n = 0;
-    bool done = false;
-    if (store_ranks_get(c->st, pk, &ranks, &n, NULL) == 0)
-        for (size_t i = 0; i < n; i++)
-            done = done || (ranks[i].rank == rank && rankstate_terminal(ranks[i].state));
-    ranks_free(ranks, n);
-    return done;
-}
-
-static void describe_end(const struct rank_report *r, char *out, size_t size)
-{
-    if (r->signal)
-        snprintf(out, size, "rank %d was killed by signal %d (%s)%s%s", r->rank, r->signal,
-                 strsignal(r->signal), r->message && r->message[0] ? ": " : "",
-                 r->message ? r->message : "");
-    else if (r->exit_code >= 0)
-        snprintf(out, size, "rank %d exited with code %d%s%s", r->rank, r->exit_code,
-                 r->message && r->message[0] ? ": " : "", r->message ? r->message : "");
-    else
-        snprintf(out, size, "rank %d ended (%s)%s%s", r->rank, r->reason ? r->reason : "?",
-                 r->message && r->message[0] ? ": " : "", r->message ? r->message : "");
 }
 
 void controller_start_attempt(struct controller *c, struct executor *ex, const struct job *j,
@@ -310,160 +193,6 @@ void controller_finish(struct controller *c, const struct job *j, enum job_state
     }
 }
 
-static void feed_ending(struct controller *c, const struct rank_report *r, enum rank_state state)
-{
-    if (!c->opts.health || (r->reason && strcmp(r->reason, "PreflightFailed") == 0))
-        return; /* a failed preflight is already an event of the diagnosis */
-    struct ending e = { .rank = r->rank,
-                        .node = r->node,
-                        .pod = r->pod,
-                        .time_ns = r->time,
-                        .exited = r->exit_code >= 0,
-                        .exit_code = r->exit_code,
-                        .signal = r->signal,
-                        .reason = r->reason,
-                        .message = r->message,
-                        .stopped = state == RANK_STOPPED,
-                        .lost = r->state == RANK_LOST };
-    health_rank_ended(c->opts.health, r->job_pk, r->attempt, &e);
-}
-
-static void rank_ended(struct controller *c, struct executor *ex, const struct job *j,
-                       const struct spec_view *v, const struct rank_report *r)
-{
-    bool stopping = j->state == JOB_CANCELLING || j->state == JOB_RESTARTING ||
-                    jobstate_terminal(j->state) || controller_stop_requested(c, j->pk);
-    enum rank_state state = r->state;
-    if (stopping && state == RANK_FAILED)
-        state = RANK_STOPPED; /* it ended because trainyard stopped it */
-    /* A rank failed by its preflight report keeps that state and reason. */
-    bool known = rank_terminal(c, j->pk, r->rank);
-    char msg[512];
-    describe_end(r, msg, sizeof(msg));
-    struct rank_change rc = { .rank = r->rank,
-                              .fields = known ? RC_EXIT | RC_FINISHED
-                                              : RC_STATE | RC_EXIT | RC_FINISHED | RC_REASON,
-                              .state = state,
-                              .exit_code = r->exit_code,
-                              .signal = r->signal,
-                              .reason = r->reason,
-                              .message = r->message,
-                              .finished_at = r->time };
-    struct job_event e = {
-        .type = "rank_exited", .reason = r->reason, .message = msg, .rank = r->rank, .time = r->time
-    };
-    struct job_update u = { .pk = j->pk, .ranks = &rc, .nranks = 1, .events = &e, .nevents = 1 };
-    if (!known)
-        feed_ending(c, r, state);
-    if (controller_commit(c, &u) < 0 || jobstate_terminal(j->state))
-        return;
-    struct rank_counts n = controller_count_ranks(c, j->pk);
-    if (j->state == JOB_CANCELLING && n.terminal == n.total) {
-        controller_finish(c, j, JOB_CANCELLED, "Cancelled", j->message, NULL, NULL, 0);
-        controller_mark_stop(c, j->pk, false);
-    } else if (j->state == JOB_RESTARTING && n.terminal == n.total) {
-        controller_start_attempt(c, ex, j, v, j->attempt + 1);
-    } else if (j->state == JOB_STARTING || j->state == JOB_RUNNING) {
-        controller_settle(c, ex, j, v);
-    }
-}
-
-static void rank_running(struct controller *c, const struct job *j, const struct rank_report *r)
-{
-    struct rank_change rc = { .rank = r->rank,
-                              .fields = RC_STATE | RC_PID | RC_NODE | RC_POD | RC_STARTED,
-                              .state = RANK_RUNNING,
-                              .pid = r->pid,
-                              .node = r->node,
-                              .pod = r->pod,
-                              .started_at = r->time };
-    struct job_event e = {
-        .type = "rank_started", .reason = "Started", .rank = r->rank, .time = r->time
-    };
-    struct job_update u = { .pk = j->pk, .ranks = &rc, .nranks = 1, .events = &e, .nevents = 1 };
-    if (c->opts.health)
-        health_rank_placed(c->opts.health, j->pk, r->attempt, r->rank, r->node, r->pod);
-    if (controller_commit(c, &u) < 0 || j->state != JOB_STARTING)
-        return;
-    struct rank *ranks = NULL;
-    size_t n = 0;
-    if (store_ranks_get(c->st, j->pk, &ranks, &n, NULL) < 0)
-        return;
-    size_t running = 0;
-    for (size_t i = 0; i < n; i++)
-        running += ranks[i].state == RANK_RUNNING || ranks[i].state == RANK_SUCCEEDED;
-    ranks_free(ranks, n);
-    if (running == n) {
-        struct job_update run = { .pk = j->pk,
-                                  .set_state = true,
-                                  .state = JOB_RUNNING,
-                                  .only_if_state = true,
-                                  .if_state = JOB_STARTING,
-                                  .reason = "Running",
-                                  .message = "every rank is running" };
-        controller_commit(c, &run);
-    }
-}
-
-static void handle_rank(struct controller *c, const struct rank_report *r)
-{
-    struct job *j = load(c, r->job_pk);
-    if (!j)
-        return;
-    struct executor *ex = executor_for(c, j->executor);
-    json_t *spec = json_loads(j->spec, 0, NULL);
-    struct spec_view v;
-    spec_view(spec, &v);
-    if (ex && r->attempt == j->attempt) {
-        if (r->state == RANK_RUNNING)
-            rank_running(c, j, r);
-        else if (rankstate_terminal(r->state))
-            rank_ended(c, ex, j, &v, r);
-    }
-    json_decref(spec);
-    job_free(j);
-}
-
-/* Kubernetes events and conditions reach the diagnosis as platform events. */
-static void feed_events(struct controller *c, const struct job_report *r)
-{
-    for (size_t i = 0; c->opts.health && i < r->nevents; i++) {
-        const struct job_event *e = &r->events[i];
-        struct ending_event ev = { .rank = e->rank,
-                                   .time_ns = e->time ? e->time : clock_now_ns(),
-                                   .reason = e->reason,
-                                   .message = e->message };
-        health_event(c->opts.health, r->job_pk, r->attempt, &ev);
-    }
-}
-
-static void handle_job(struct controller *c, const struct job_report *r)
-{
-    struct job *j = load(c, r->job_pk);
-    if (!j)
-        return;
-    if (r->attempt == j->attempt) {
-        feed_events(c, r);
-        struct job_update u = { .pk = j->pk,
-                                .set_state = r->set_state,
-                                .state = r->state,
-                                .reason = r->reason,
-                                .message = r->message,
-                                .events = r->events,
-                                .nevents = r->nevents };
-        if (r->set_state && r->state == JOB_RESTARTING) {
-            u.set_attempt = true;
-            u.attempt = j->attempt + 1;
-        }
-        if (controller_commit(c, &u) == 0 && r->set_state && jobstate_terminal(r->state)) {
-            store_tokens_revoke_job(c->st, j->pk, clock_now_ns(), NULL);
-            if (c->opts.health)
-                health_forget(c->opts.health, j->pk);
-        }
-    }
-    job_free(j);
-}
-
 /* Starts queued jobs in priority order, per executor, stopping at the first that does not fit
  * so that a large job is never overtaken forever by smaller ones. */
 static void admit(struct controller *c, struct job **jobs, size_t n)
@@ -478,10 +207,10 @@ static void admit(struct controller *c, struct job **jobs, size_t n)
             struct spec_view v;
             spec_view(spec, &v);
             int fits = ex->fits(ex, j, &v);
-            if (fits)
+            if (fits > 0)
                 controller_start_attempt(c, ex, j, &v, j->attempt);
             json_decref(spec);
-            if (!fits)
+            if (fits == 0)
                 break;
         }
     }
@@ -489,7 +218,7 @@ static void admit(struct controller *c, struct job **jobs, size_t n)
 
 static void check_job(struct controller *c, struct job *j, int64_t now)
 {
-    struct executor *ex = executor_for(c, j->executor);
+    struct executor *ex = controller_executor(c, j->executor);
     if (!ex)
         return;
     json_t *spec = json_loads(j->spec, 0, NULL);
@@ -504,6 +233,8 @@ static void check_job(struct controller *c, struct job *j, int64_t now)
             controller_finish(c, j, JOB_CANCELLED, "Cancelled", j->message, NULL, NULL, 0);
         break;
     case JOB_RESTARTING:
+        if (ex->manages_restarts)
+            break; /* the operator restarts the pods; its executor reports when they run */
         controller_stop_job(c, ex, j);
         n = controller_count_ranks(c, j->pk);
         if (n.terminal == n.total)
@@ -555,42 +286,6 @@ static void reconcile(struct controller *c)
     atomic_store(&c->last_reconcile, done);
 }
 
-/* Handles reports in order. When the store refuses a write (disk full, database locked) the
- * report and every later one wait and are tried again a second later, so that a rank's end is
- * never dropped, nor applied before its start. (A report that had committed part of its work
- * before the failure may then repeat an event.) */
-static void drain(struct controller *c)
-{
-    pthread_mutex_lock(&c->lock);
-    struct queued_report *q = c->head, *last = c->tail;
-    c->head = c->tail = NULL;
-    pthread_mutex_unlock(&c->lock);
-    if (q) {
-        if (c->pending_tail)
-            c->pending_tail->next = q;
-        else
-            c->pending = q;
-        c->pending_tail = last;
-    }
-    if (c->pending && clock_mono_ns() < c->retry_at)
-        return;
-    while ((q = c->pending)) {
-        c->store_down = false;
-        if (q->is_job)
-            handle_job(c, &q->job);
-        else
-            handle_rank(c, &q->rank);
-        if (c->store_down) {
-            c->retry_at = clock_mono_ns() + NS_PER_SEC;
-            return;
-        }
-        c->pending = q->next;
-        if (!c->pending)
-            c->pending_tail = NULL;
-        report_free(q);
-    }
-}
-
 static void *loop(void *arg)
 {
     struct controller *c = arg;
@@ -612,10 +307,10 @@ static void *loop(void *arg)
             break;
         for (size_t e = 0; e < c->nexec; e++)
             c->executors[e]->poll(c->executors[e]);
-        drain(c);
+        controller_drain(c);
         if (dirty || clock_mono_ns() - atomic_load(&c->last_reconcile) > NS_PER_SEC)
             reconcile(c);
-        drain(c);
+        controller_drain(c);
     }
     return NULL;
 }
@@ -629,7 +324,7 @@ static void adopt_all(struct controller *c)
         return;
     for (size_t i = 0; i < n; i++) {
         struct job *j = jobs[i];
-        struct executor *ex = executor_for(c, j->executor);
+        struct executor *ex = controller_executor(c, j->executor);
         if (!ex)
             continue;
         json_t *spec = json_loads(j->spec, 0, NULL);
@@ -657,24 +352,11 @@ static void adopt_all(struct controller *c)
 int controller_start(struct controller *c, struct err *err)
 {
     adopt_all(c);
-    drain(c);
+    controller_drain(c);
     if (pthread_create(&c->thread, NULL, loop, c) != 0)
         return err_set(err, ERR_INTERNAL, "cannot start the controller thread");
     c->running = true;
     return 0;
-}
-
-void controller_rank_failed(struct controller *c, int64_t job_pk, int attempt, int rank,
-                            const char *reason, const char *message)
-{
-    struct rank_report r = { .job_pk = job_pk,
-                             .attempt = attempt,
-                             .rank = rank,
-                             .state = RANK_FAILED,
-                             .exit_code = -1,
-                             .reason = reason,
-                             .message = message };
-    on_rank(c, &r);
 }
 
 void controller_wake(struct controller *c, int64_t job_pk)
@@ -703,16 +385,7 @@ void controller_free(struct controller *c)
     if (!c)
         return;
     controller_stop(c);
-    while (c->head) {
-        struct queued_report *next = c->head->next;
-        report_free(c->head);
-        c->head = next;
-    }
-    while (c->pending) {
-        struct queued_report *next = c->pending->next;
-        report_free(c->pending);
-        c->pending = next;
-    }
+    controller_reports_free(c);
     free(c->stopping_jobs);
     free(c->ending);
     pthread_cond_destroy(&c->cond);

@@ -112,8 +112,10 @@ static bool logs_pending(struct controller *c, int64_t pk)
 void controller_settle(struct controller *c, struct executor *ex, const struct job *j,
                        const struct spec_view *v)
 {
-    struct rank_counts n = controller_count_ranks(c, j->pk);
     struct ending_job *e = ending_get(c, j->pk);
+    if (ex->manages_restarts && !(e && e->stop))
+        return; /* its executor decides from its own objects, unless trainyard stops the job */
+    struct rank_counts n = controller_count_ranks(c, j->pk);
     bool all_ok = n.total && n.succeeded == n.total;
     bool failing = n.failed > 0 || (e && e->stop) || (n.terminal == n.total && !all_ok);
     if (!failing && !all_ok)

@@ -1,8 +1,9 @@
 /*
- * controller_internal: the controller's state, shared by controller.c (queue, reports, state
- * machine, loop) and controller_end.c (how a running attempt ends: settling, the outcome,
- * stalls, deadlines). Not for use outside these two files; everything here runs on the
- * controller thread unless it says otherwise.
+ * controller_internal: the controller's state, shared by controller.c (state machine, loop),
+ * controller_report.c (the queue of executors' reports and their handling) and
+ * controller_end.c (how a running attempt ends: settling, the outcome, stalls, deadlines).
+ * Not for use outside these files; everything here runs on the controller thread unless it
+ * says otherwise.
  */
 #ifndef TY_CONTROLLER_INTERNAL_H
 #define TY_CONTROLLER_INTERNAL_H
@@ -59,6 +60,7 @@ struct rank_counts {
 };
 
 /* controller.c */
+struct executor *controller_executor(struct controller *c, const char *name); /* or NULL */
 int controller_commit(struct controller *c, struct job_update *u);
 void controller_stop_job(struct controller *c, struct executor *ex, const struct job *j);
 bool controller_stop_requested(struct controller *c, int64_t pk);
@@ -69,6 +71,13 @@ void controller_start_attempt(struct controller *c, struct executor *ex, const s
 void controller_finish(struct controller *c, const struct job *j, enum job_state state,
                        const char *reason, const char *message, const char *ff,
                        const struct job_event *events, size_t nevents);
+
+/* controller_report.c */
+/* Makes c the receiver of ex's reports (any thread). */
+void controller_listen(struct controller *c, struct executor *ex);
+/* Handles the queued reports in order; see the function. */
+void controller_drain(struct controller *c);
+void controller_reports_free(struct controller *c); /* the reports still queued */
 
 /* controller_end.c */
 /* Drives a starting or running job whose ranks are ending: stops the others when one failed,

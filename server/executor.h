@@ -34,6 +34,7 @@ struct rank_report {
     const char *reason; /* "Completed", "Error", "OOMKilled", "Evicted", "Lost", ... */
     const char *message;
     int64_t time;
+    int restarts; /* executors that manage restarts: the rank's restarts so far */
 };
 
 /* What an executor saw happen to a job as a whole (Kubernetes conditions, events). */
@@ -59,7 +60,9 @@ struct executor {
     /* The executor restarts ranks itself (the Training Operator does on Kubernetes), so the
      * controller only records restarts instead of ordering them. */
     bool manages_restarts;
-    /* 1 when the job can start now, 0 when it must wait for capacity. */
+    /* 1 when the job can start now, 0 when it must wait for capacity (and the jobs behind it
+     * too), -1 when the executor already holds it (its object waits in the cluster's own
+     * queue): skipped, without holding up the others. */
     int (*fits)(struct executor *ex, const struct job *job, const struct spec_view *spec);
     /* Starts every rank of attempt `attempt`; reports RANK_RUNNING per rank as they start.
      * worker_token is the job-scoped token the ranks use to call the daemon (TRAINYARD_TOKEN). */

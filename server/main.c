@@ -24,6 +24,7 @@
 #include "server/core/notify.h"
 #include "server/core/xalloc.h"
 #include "server/http.h"
+#include "server/kube/kube.h"
 #include "server/local.h"
 #include "server/notifier.h"
 #include "server/shim.h"
@@ -31,6 +32,7 @@
 #include "server/trigger/sns.h"
 #include "server/triggerloop.h"
 #include "store/jobs.h"
+#include "store/nodes.h"
 #include "store/tokens.h"
 #include "server/token_cmd.h"
 
@@ -43,6 +45,7 @@ struct daemon {
     struct dcgm *dcgm;
     struct executor *executors[2];
     size_t nexec;
+    struct executor *kube; /* also in executors[], when enabled */
     struct controller *controller;
     struct sns_verifier *sns;
     struct triggerloop *triggers;
@@ -103,11 +106,55 @@ static json_t *hook_dry_run(void *ctx, const json_t *spec, const char *job_id, s
     struct daemon *d = ctx;
     struct spec_view v;
     spec_view(spec, &v);
-    for (size_t i = 0; i < d->nexec; i++)
-        if (strcmp(d->executors[i]->name, v.executor) == 0)
-            return d->executors[i]->render(d->executors[i], spec, job_id, err);
+    for (size_t i = 0; i < d->nexec; i++) {
+        if (strcmp(d->executors[i]->name, v.executor) != 0)
+            continue;
+        json_t *obj = d->executors[i]->render(d->executors[i], spec, job_id, err);
+        /* The API server validates it too (webhooks, schemas), without creating anything. */
+        if (obj && d->executors[i] == d->kube && kube_server_dry_run(d->kube, obj, err) < 0) {
+            json_decref(obj);
+            return NULL;
+        }
+        return obj;
+    }
     err_set(err, ERR_VALIDATION, "executor %s is not enabled", v.executor);
     return NULL;
+}
+
+static json_t *hook_nodes(void *ctx, struct err *err)
+{
+    struct daemon *d = ctx;
+    if (!d->kube) /* no cluster: only the nodes that have marks are listed */
+        return json_pack("{s:[]}", "items");
+    return kube_nodes_snapshot(d->kube, err);
+}
+
+/* trainyard's state of a job, for the Kubernetes executor's suspended objects. */
+static int kube_job_state(void *ctx, int64_t pk, enum job_state *state)
+{
+    struct daemon *d = ctx;
+    struct job *j = store_job_get_pk(d->store, pk, NULL);
+    if (!j)
+        return -1;
+    *state = j->state;
+    job_free(j);
+    return 0;
+}
+
+/* The nodes with a mark of `state`, for the Kubernetes executor's placement (see kube.h). */
+static char **kube_marked_nodes(void *ctx, const char *state)
+{
+    struct daemon *d = ctx;
+    struct node_mark **marks = NULL;
+    size_t n = 0, k = 0;
+    if (store_node_marks_list(d->store, &marks, &n, NULL) < 0)
+        return NULL;
+    char **names = xcalloc(n + 1, sizeof(*names));
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(marks[i]->state, state) == 0)
+            names[k++] = xstrdup(marks[i]->name);
+    node_marks_free(marks, n);
+    return names;
 }
 
 static void hook_metrics(void *ctx, struct buf *out)
@@ -277,6 +324,22 @@ static int start_executors(struct daemon *d, struct err *err)
     if (!d->executors[d->nexec])
         return -1;
     d->nexec++;
+    if (strcmp(d->cfg.executor, "kubernetes") == 0 || d->cfg.kubeconfig[0]) {
+        struct kube_options ko = { .kubeconfig = d->cfg.kubeconfig,
+                                   .context = d->cfg.kube_context,
+                                   .namespace = d->cfg.kube_namespace,
+                                   .max_line = d->cfg.log_max_line,
+                                   .max_log_streams = d->cfg.kube_log_streams,
+                                   .logs = lo.logs,
+                                   .ctx = d,
+                                   .job_state = kube_job_state,
+                                   .marked_nodes = kube_marked_nodes };
+        d->kube = d->executors[d->nexec] = kube_new(&ko, err);
+        if (!d->kube)
+            return err_wrap(err, "the kubernetes executor");
+        d->nexec++;
+        log_info("kubernetes executor: %s", kube_describe(d->kube));
+    }
     struct controller_options opts = { .stop_grace_ns = d->cfg.stop_grace_ns,
                                        .health = d->health,
                                        .stall_floor_ns = d->cfg.stall_floor_ns,
@@ -302,13 +365,14 @@ static void setup_api(struct daemon *d)
     a->auth_enabled = d->cfg.auth;
     a->default_executor = d->cfg.executor;
     a->local_enabled = true;
-    a->kubernetes_enabled = false;
+    a->kubernetes_enabled = d->kube != NULL;
     a->local_slots = d->cfg.local_slots;
     a->started_at = clock_now_ns();
     a->hooks = (struct api_hooks){ .ctx = d,
                                    .job_changed = hook_job_changed,
                                    .job_deleted = hook_job_deleted,
                                    .dry_run = hook_dry_run,
+                                   .nodes = hook_nodes,
                                    .metrics = hook_metrics,
                                    .rank_report = hook_rank_report,
                                    .triggers_pending = hook_triggers_pending,
@@ -338,6 +402,8 @@ static int start_http(struct daemon *d, struct err *err)
              http_address(d->http));
     d->api.public_url = d->cfg.public_url[0] ? d->cfg.public_url : d->url;
     local_set_url(d->executors[0], d->url);
+    if (d->kube)
+        kube_set_url(d->kube, d->api.public_url);
     printf("trainyard: listening on %s (web page: %s/)\n", d->url, d->url);
     if (!d->cfg.auth)
         printf("trainyard: auth is OFF: anyone on this machine can use the API as admin\n");
@@ -374,6 +440,7 @@ static void teardown(struct daemon *d)
     http_stop(d->http);
     dcgm_free(d->dcgm);
     triggerloop_free(d->triggers);
+    kube_stop(d->kube); /* it reports to the controller and feeds the log pipeline */
     controller_free(d->controller);
     notifier_free(d->notifier);
     sns_verifier_free(d->sns);

@@ -18,9 +18,10 @@ enum {
 };
 
 static const char *const sql[] = {
-    [U_EVENT] = "INSERT INTO events (job_pk, seq, time, type, reason, message, rank, source)"
+    [U_EVENT] = "INSERT OR IGNORE INTO events"
+                " (job_pk, seq, time, type, reason, message, rank, source, ext_id)"
                 " VALUES (:pk, (SELECT coalesce(max(seq), 0) + 1 FROM events WHERE job_pk = :pk),"
-                " :time, :type, :reason, :message, :rank, :source)",
+                " :time, :type, :reason, :message, :rank, :source, :ext_id)",
     [U_STATE_OF] = "SELECT state FROM jobs WHERE pk = :pk",
     [U_SET_STATE] = "UPDATE jobs SET state = :state, reason = :reason, message = :message,"
                     " started_at = CASE WHEN :running AND started_at = 0 THEN :now"
@@ -68,6 +69,10 @@ int event_insert(struct conn *c, int64_t pk, const struct job_event *e, int64_t 
     else
         bind_null(s, ":rank");
     bind_text(s, ":source", e->source ? e->source : "trainyard");
+    if (e->ext_id)
+        bind_text(s, ":ext_id", e->ext_id);
+    else
+        bind_null(s, ":ext_id");
     return sql_exec_stmt(c, s, err, "recording an event");
 }
 

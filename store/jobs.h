@@ -163,6 +163,7 @@ struct job_event {
     int rank;           /* -1: the job as a whole */
     const char *source; /* NULL: "trainyard" */
     int64_t time;       /* 0: now */
+    const char *ext_id; /* an outside identity (a Kubernetes Event uid): stored once; or NULL */
 };
 
 /* One transactional change of a job. Pointers are borrowed for the call. */

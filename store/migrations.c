@@ -323,6 +323,11 @@ static const char *const migrations[] = {
     "  created_by TEXT NOT NULL DEFAULT '',"
     "  created_at INTEGER NOT NULL,"
     "  updated_at INTEGER NOT NULL) WITHOUT ROWID;",
+    /* 5: events that come from outside (Kubernetes Events) carry their identity, so that
+     * seeing one again after a re-list or a daemon restart does not add it twice */
+    "ALTER TABLE events ADD COLUMN ext_id TEXT;"
+    "CREATE UNIQUE INDEX events_by_ext_id ON events(job_pk, ext_id)"
+    "  WHERE ext_id IS NOT NULL;",
 };
 
 static int user_version(struct conn *c, int *version, struct err *err)

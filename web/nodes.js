@@ -23,9 +23,9 @@ function conditions(n) {
 function marks(n) {
   const out = [];
   if (n.cordoned || n.unschedulable) out.push('cordoned');
-  const m = n.marks || n.marked || n.mark;
+  const m = n.mark || n.marks || n.marked;
   if (Array.isArray(m)) out.push(...m.map(brief));
-  else if (m && typeof m === 'object') out.push(m.reason ? `marked bad: ${m.reason}` : 'marked bad');
+  else if (m && typeof m === 'object') out.push(`marked ${m.state || 'bad'}${m.reason ? `: ${m.reason}` : ''}`);
   else if (m) out.push(m === true ? 'marked bad' : String(m));
   return out;
 }

@@ -191,8 +191,10 @@ struct http *http_open(struct world *w, const struct http_options *opt, struct e
         err_set(err, ERR_INVALID, "bad listen address %s", opt->host);
         return NULL;
     }
-    unsigned flags =
-        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+    /* poll(), not select(): a daemon following thousands of pods opens more connections than
+     * FD_SETSIZE (a real API server multiplexes them over HTTP/2). */
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                     MHD_USE_POLL | MHD_USE_ERROR_LOG;
     if (opt->tls_cert_pem)
         flags |= MHD_USE_TLS;
     struct MHD_OptionItem tls[] = {
@@ -201,10 +203,10 @@ struct http *http_open(struct world *w, const struct http_options *opt, struct e
         { MHD_OPTION_END, 0, NULL },
     };
     struct MHD_OptionItem none[] = { { MHD_OPTION_END, 0, NULL } };
-    h->daemon = MHD_start_daemon(flags, 0, NULL, NULL, handle, h, MHD_OPTION_SOCK_ADDR, &sa,
-                                 MHD_OPTION_NOTIFY_COMPLETED, completed, h,
-                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120, MHD_OPTION_ARRAY,
-                                 opt->tls_cert_pem ? tls : none, MHD_OPTION_END);
+    h->daemon = MHD_start_daemon(
+        flags, 0, NULL, NULL, handle, h, MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_NOTIFY_COMPLETED,
+        completed, h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)16384, MHD_OPTION_ARRAY, opt->tls_cert_pem ? tls : none, MHD_OPTION_END);
     if (!h->daemon) {
         free(h);
         err_set(err, ERR_IO, "cannot listen on %s:%d", opt->host, opt->port);
