@@ -1,9 +1,11 @@
 /*
- * collect: see collect.h. Sources are kept in two lists under `lock`: files (read by the
- * collector thread from their committed offset) and pushed batches (queued by followers). Only
- * the collector thread frees sources, so it may use them without the lock between rounds.
+ * collect: see collect.h. The collector thread's rounds: read every file source from its
+ * committed offset, take the pushed batches (collect_sources.c), order each job's lines by time,
+ * store them with their positions in one transaction, then retire finished sources. Only the
+ * collector thread frees sources, so it may use them without the lock between rounds.
  */
 #include "server/collect.h"
+#include "server/collect_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,70 +22,7 @@
 #include "server/core/xalloc.h"
 #include "store/logs.h"
 
-#define READ_CHUNK  (4u << 20)   /* per file per round; larger than any record */
-#define PUSH_BUDGET (64ll << 20) /* pushed bytes waiting before push() blocks */
-
-struct fsource {
-    int64_t job_pk;
-    char key[48];
-    char *path;
-    struct log_origin origin;
-    int fd;
-    int64_t offset;  /* committed */
-    int64_t pending; /* offset after the lines of the round in progress */
-    bool positioned; /* offset loaded from the store */
-    bool done;       /* will not grow: retire at end of file */
-    int src;         /* -1 until resolved */
-    bool src_new;
-    struct fsource *next;
-};
-
-/* A batch pushed by a follower. */
-struct pushed {
-    int64_t job_pk;
-    char key[48];
-    struct log_origin origin;
-    char *pod;
-    char *position;
-    struct log_line *lines; /* text in `text` */
-    size_t n;
-    struct buf text;
-    struct pushed *next;
-};
-
-/* The lines of one job gathered in a round. */
-struct gathered {
-    int64_t job_pk;
-    struct log_line *lines;
-    size_t n, cap;
-    struct buf text; /* line texts; lines[].text holds offsets until the round is stored */
-    struct log_source_new *sources;
-    size_t nsources;
-    struct log_position *positions;
-    size_t npositions;
-};
-
-struct collect {
-    struct store *st;
-    struct notify *notify;
-    struct collect_options opts;
-    pthread_t thread;
-    bool running;
-    pthread_mutex_t lock;
-    pthread_cond_t cond; /* wakes push() waiting for budget */
-    bool stopping;
-    bool adopted;
-    struct fsource *files;
-    struct pushed *pushed_head, *pushed_tail;
-    int64_t pushed_bytes;
-    struct gathered *jobs;
-    size_t njobs, capjobs;
-    char *buf;
-    int64_t last_complete_check, last_retention;
-    atomic_ullong lines_total, bytes_total, flushes_total, errors_total;
-    atomic_llong last_flush_ns;
-    int64_t retry_ns, retry_at, last_error_log; /* backing off after a failed commit */
-};
+#define READ_CHUNK (4u << 20) /* per file per round; larger than any record */
 
 static struct gathered *gathered_for(struct collect *c, int64_t pk)
 {
@@ -248,18 +187,6 @@ static void note_file_positions(struct collect *c, struct fsource *f)
     }
 }
 
-/* Takes the pushed batches queued so far into the round. */
-static struct pushed *take_pushed(struct collect *c)
-{
-    pthread_mutex_lock(&c->lock);
-    struct pushed *p = c->pushed_head;
-    c->pushed_head = c->pushed_tail = NULL;
-    c->pushed_bytes = 0;
-    pthread_cond_broadcast(&c->cond);
-    pthread_mutex_unlock(&c->lock);
-    return p;
-}
-
 static void gather_pushed(struct collect *c, struct pushed *p)
 {
     for (; p; p = p->next) {
@@ -280,19 +207,6 @@ static void gather_pushed(struct collect *c, struct pushed *p)
         }
         if (p->position)
             add_position(g, p->key, p->position);
-    }
-}
-
-static void pushed_free(struct pushed *p)
-{
-    while (p) {
-        struct pushed *next = p->next;
-        free(p->pod);
-        free(p->position);
-        free(p->lines);
-        buf_release(&p->text);
-        free(p);
-        p = next;
     }
 }
 
@@ -412,7 +326,7 @@ static bool round_once(struct collect *c)
         if (done && taken == 0 && nretire < 256 && (f->path || done))
             retire[nretire++] = f;
     }
-    struct pushed *pushed = take_pushed(c);
+    struct pushed *pushed = collect_take_pushed(c);
     gather_pushed(c, pushed);
     bool any = c->njobs > 0;
     int rc = any ? store_round(c) : 0;
@@ -425,7 +339,7 @@ static bool round_once(struct collect *c)
         }
     }
     if (rc == 0) {
-        pushed_free(pushed);
+        collect_pushed_free(pushed);
         for (size_t i = 0; i < nretire; i++)
             unlink_file(c, retire[i]);
     } else if (pushed) {
@@ -521,100 +435,6 @@ static void *collect_main(void *arg)
     return NULL;
 }
 
-static struct fsource *find_file(struct collect *c, int64_t pk, const char *key)
-{
-    for (struct fsource *f = c->files; f; f = f->next)
-        if (f->job_pk == pk && strcmp(f->key, key) == 0)
-            return f;
-    return NULL;
-}
-
-static void src_add_file(void *ctx, int64_t job_pk, const char *key, const char *path,
-                         const struct log_origin *origin)
-{
-    struct collect *c = ctx;
-    pthread_mutex_lock(&c->lock);
-    struct fsource *f = find_file(c, job_pk, key);
-    if (f) {
-        if (origin->pid && origin->pid != f->origin.pid) {
-            f->origin.pid = origin->pid;
-            f->src_new = f->src >= 0; /* rewrite the source row with its pid */
-        }
-    } else {
-        f = XNEW(struct fsource);
-        f->job_pk = job_pk;
-        snprintf(f->key, sizeof(f->key), "%s", key);
-        f->path = path ? xstrdup(path) : NULL;
-        f->origin = *origin;
-        f->origin.pod = origin->pod ? xstrdup(origin->pod) : NULL;
-        f->fd = -1;
-        f->src = -1;
-        f->next = c->files;
-        c->files = f;
-    }
-    pthread_mutex_unlock(&c->lock);
-}
-
-static void src_file_done(void *ctx, int64_t job_pk, const char *key)
-{
-    struct collect *c = ctx;
-    pthread_mutex_lock(&c->lock);
-    struct fsource *f = find_file(c, job_pk, key);
-    if (f)
-        f->done = true;
-    pthread_mutex_unlock(&c->lock);
-}
-
-static void src_push(void *ctx, int64_t job_pk, const char *key, const struct log_origin *origin,
-                     const struct logrec *lines, size_t n, const char *position)
-{
-    struct collect *c = ctx;
-    struct pushed *p = XNEW(struct pushed);
-    p->job_pk = job_pk;
-    snprintf(p->key, sizeof(p->key), "%s", key);
-    p->origin = *origin;
-    p->pod = origin->pod ? xstrdup(origin->pod) : NULL;
-    p->origin.pod = p->pod;
-    p->position = position ? xstrdup(position) : NULL;
-    p->lines = xcalloc(n ? n : 1, sizeof(*p->lines));
-    p->n = n;
-    for (size_t i = 0; i < n; i++) {
-        p->lines[i] =
-            (struct log_line){ .time = lines[i].time,
-                               .len = lines[i].len,
-                               .flags = (lines[i].stream == STREAM_STDERR ? LOGF_STDERR : 0) |
-                                        (lines[i].flags & LINE_PROGRESS ? LOGF_PROGRESS : 0) |
-                                        (lines[i].flags & LINE_PARTIAL ? LOGF_PARTIAL : 0),
-                               .text = (const char *)(uintptr_t)p->text.len };
-        buf_append(&p->text, lines[i].text, lines[i].len);
-    }
-    pthread_mutex_lock(&c->lock);
-    while (c->pushed_bytes > PUSH_BUDGET && !c->stopping)
-        pthread_cond_wait(&c->cond, &c->lock);
-    if (c->pushed_tail)
-        c->pushed_tail->next = p;
-    else
-        c->pushed_head = p;
-    c->pushed_tail = p;
-    c->pushed_bytes += (int64_t)p->text.len;
-    pthread_mutex_unlock(&c->lock);
-}
-
-static char *src_position(void *ctx, int64_t job_pk, const char *key)
-{
-    struct collect *c = ctx;
-    return store_log_position(c->st, job_pk, key, NULL);
-}
-
-struct log_sources collect_sources(struct collect *c)
-{
-    return (struct log_sources){ .ctx = c,
-                                 .add_file = src_add_file,
-                                 .file_done = src_file_done,
-                                 .push = src_push,
-                                 .position = src_position };
-}
-
 struct collect *collect_new(struct store *st, struct notify *n, const struct collect_options *o)
 {
     struct collect *c = XNEW(struct collect);
@@ -668,7 +488,7 @@ void collect_free(struct collect *c)
     }
     while (c->files)
         unlink_file(c, c->files);
-    pushed_free(c->pushed_head);
+    collect_pushed_free(c->pushed_head);
     gathered_reset(c);
     free(c->jobs);
     free(c->buf);
