@@ -12,20 +12,34 @@ const KINDS = [
     cols: ['name', 'id', 'url', 'events', 'format', 'enabled', 'disabled_reason'] },
 ];
 const DELIVERY_COLS = ['received_at', 'time', 'created_at', 'attempted_at', 'sender', 'event', 'type',
-  'delivery_id', 'outcome', 'status', 'http_status', 'attempt', 'attempts', 'summary', 'error', 'events',
-  'matched', 'job_ids', 'jobs', 'next_attempt_at'];
+  'delivery_id', 'outcome', 'state', 'status', 'http_status', 'last_status', 'attempt', 'attempts', 'summary',
+  'error', 'last_error', 'events', 'matched', 'job_ids', 'jobs', 'job_id', 'next_attempt_at', 'attempt_log'];
+const HIDDEN = new Set(['payload', 'request_id', 'seq']); /* too long for a cell, or internal */
 const OUTCOME = { accepted: 'succeeded', delivered: 'succeeded', rejected: 'failed', failed: 'failed',
   duplicate: 'cancelled', ignored: 'cancelled', retrying: 'restarting', pending: 'queued', gone: 'failed' };
 
 function columns(items, preferred) {
-  const keys = [...new Set(items.flatMap(i => Object.keys(i)))];
+  const keys = [...new Set(items.flatMap(i => Object.keys(i)))].filter(k => !HIDDEN.has(k));
   return preferred.filter(k => keys.includes(k)).concat(keys.filter(k => !preferred.includes(k)));
+}
+
+// A trigger delivery's events (each object: its key, then the job it started or why not) and a
+// webhook message's attempts; a message's state as a badge like an outcome; the rest as values.
+function cell(c, v) {
+  if (c === 'events' && Array.isArray(v) && v.some(e => e && typeof e === 'object')) {
+    return h('ul', { class: 'plain' }, v.map(e => h('li', {}, `${e.key || e.bucket || 'event'}: `,
+      e.job_id ? h('a', { href: href(`/jobs/${e.job_id}`) }, e.job_id)
+        : e.why || e.submission_error || (e.duplicate ? 'duplicate' : e.submission || (e.matched ? 'matched' : '—')))));
+  }
+  if (c === 'attempt_log' && Array.isArray(v))
+    return v.map(a => `#${a.attempt} ${a.status || ''}${a.error ? ` ${a.error}` : ''}`.trim()).join('; ') || '—';
+  return valueCell(c === 'state' ? 'outcome' : c, v, OUTCOME);
 }
 
 function grid(items, cols, caption, extra) {
   return h('div', { class: 'table-wrap' }, h('table', { class: 'grid' }, h('caption', { class: 'sr-only' }, caption),
     h('thead', {}, h('tr', {}, cols.map(c => h('th', { scope: 'col' }, c.replace(/_/g, ' '))), extra ? h('th', { scope: 'col' }, '') : null)),
-    h('tbody', {}, items.map(it => h('tr', {}, cols.map(c => h('td', { 'data-label': c.replace(/_/g, ' ') }, valueCell(c, it[c], OUTCOME))),
+    h('tbody', {}, items.map(it => h('tr', {}, cols.map(c => h('td', { 'data-label': c.replace(/_/g, ' ') }, cell(c, it[c]))),
       extra ? h('td', {}, extra(it)) : null)))));
 }
 

@@ -24,7 +24,7 @@ function facts(job) {
     ['Queue', job.queue || null], ['Priority', job.priority ? String(job.priority) : null],
     ['Labels', Object.keys(job.labels || {}).length ? Object.entries(job.labels).map(([k, v]) =>
       h('span', { class: 'chip' }, `${k}=${v}`)) : null],
-    ['Progress', progressEl(p)],
+    ['Progress', progressEl(p && TERMINAL.has(job.state) ? { ...p, finished: true } : p)],
     ['Loss', p && p.loss !== undefined ? String(p.loss) : null],
     ['Throughput', p && p.throughput ? `${num(Math.round(p.throughput))} ${p.throughput_unit || ''}` : null],
   ];

@@ -3,7 +3,7 @@
 // place so that keyboard focus and scroll position stay where they were).
 import { get } from './api.js';
 import { h, clear, badge, ago, duration, runTime, size, progressEl, every, STATES,
-  errorNote } from './dom.js';
+  errorNote, TERMINAL } from './dom.js';
 import { href, replaceParams } from './router.js';
 
 const POLL_MS = 3000;
@@ -53,7 +53,7 @@ function fillRow(row, job, now) {
       h('span', { class: 'chip' }, `${k}=${v}`)));
     cells[2].textContent = job.executor || '—';
     cells[3].textContent = size(job.spec);
-    clear(cells[6], progressEl(job.progress) || h('span', { class: 'muted' }, '—'));
+    clear(cells[6], progressEl(job.progress && TERMINAL.has(job.state) ? { ...job.progress, finished: true } : job.progress) || h('span', { class: 'muted' }, '—'));
     const text = failureText(job);
     cells[7].className = job.first_failure || job.state === 'failed' ? 'failure' : 'muted';
     cells[7].textContent = text || '—';
