@@ -98,7 +98,8 @@ async function diagnosis({ page, d }) {
   await shot(page, 'job-diagnosis', true);
   await page.click(`#sec-diag >> xpath=.. >> .evidence a[href*="seq=${ev}"]`);
   await page.waitForSelector(`.logrow.target[data-seq="${ev}"]`);
-  const line = (await d.api('GET', `/v1/jobs/${job.id}/logs?after=${ev - 1}&limit=1`)).body.lines[0];
+  /* one NDJSON line: lib.js parses it as JSON */
+  const line = (await d.api('GET', `/v1/jobs/${job.id}/logs?format=ndjson&after=${ev - 1}&limit=1`)).body;
   check('diagnosis: evidence jumps to its line', line.seq === ev && (await page.textContent('.logrow.target .txt')) === line.line,
     { line, shown: await page.textContent('.logrow.target') });
 }
