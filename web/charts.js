@@ -1,6 +1,6 @@
 // charts: small dependency-free SVG line charts (loss and throughput over steps), and the
-// reading of GET /v1/jobs/{id}/metrics into series. The metrics route is new; its reader
-// accepts the shapes a "series by name" answer may take.
+// reading of GET /v1/jobs/{id}/metrics into series ({series: [{name, rank, points: [{step, value}]}]},
+// docs/diagnosis.md; the reader also takes the other shapes a "series by name" answer may take).
 import { h, svg } from './dom.js';
 
 const W = 640, H = 220, L = 58, R = 14, T = 14, B = 36, MAX_POINTS = 800;

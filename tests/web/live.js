@@ -70,6 +70,11 @@ async function trainingJob({ page, d }) {
   const last = pts[pts.length - 1];
   check('chart: the loss points of /metrics', pts.length === 8 && pts[0].value === 2.75 && last.value === 1 &&
     label.includes('from') && new RegExp(`last 1 at step ${last.step}$`).test(label), { label, pts });
+  const thr = (await d.api('GET', `/v1/jobs/${id}/metrics?name=it_per_sec`)).body.series[0].points;
+  const labels = await page.locator('#sec-charts >> xpath=.. >> svg.chart').evaluateAll(els => els.map(e => e.getAttribute('aria-label')));
+  check('chart: throughput from the tqdm bar\'s rate', thr.length > 0 && labels.length === 2 &&
+    labels[1].startsWith('Throughput (it_per_sec)') && labels[1].endsWith(`last ${+thr[thr.length - 1].value.toPrecision(3)} at step ${thr[thr.length - 1].step}`),
+  { labels, last: thr[thr.length - 1] });
   check('chart: one line per series', await page.locator('#sec-charts >> xpath=.. >> svg.chart path.line').count() >=
     1 && /learning_rate/.test(await sectionText(page, 'sec-charts')));
 
