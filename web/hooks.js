@@ -23,14 +23,20 @@ function columns(items, preferred) {
   return preferred.filter(k => keys.includes(k)).concat(keys.filter(k => !preferred.includes(k)));
 }
 
-// A trigger delivery's events (each object: its key, then the job it started or why not) and a
-// webhook message's attempts; a message's state as a badge like an outcome; the rest as values.
+// A trigger's rule as the S3 pattern it matches and its auth as its mode; a trigger delivery's
+// events (each object: its key, then the job it started or why not) and a webhook message's
+// attempts; a message's state as a badge like an outcome; the rest as values.
 function cell(c, v) {
   if (c === 'events' && Array.isArray(v) && v.some(e => e && typeof e === 'object')) {
     return h('ul', { class: 'plain' }, v.map(e => h('li', {}, `${e.key || e.bucket || 'event'}: `,
       e.job_id ? h('a', { href: href(`/jobs/${e.job_id}`) }, e.job_id)
         : e.why || e.submission_error || (e.duplicate ? 'duplicate' : e.submission || (e.matched ? 'matched' : '—')))));
   }
+  if (c === 'rule' && v && typeof v === 'object') {
+    const events = Array.isArray(v.events) && v.events.length ? ` on ${v.events.join(', ')}` : '';
+    return `s3://${v.bucket || '*'}/${v.prefix || ''}*${v.suffix || ''}${events}${v.min_size ? `, at least ${v.min_size} B` : ''}`;
+  }
+  if (c === 'auth' && v && typeof v === 'object') return v.mode || '—';
   if (c === 'attempt_log' && Array.isArray(v))
     return v.map(a => `#${a.attempt} ${a.status || ''}${a.error ? ` ${a.error}` : ''}`.trim()).join('; ') || '—';
   return valueCell(c === 'state' ? 'outcome' : c, v, OUTCOME);

@@ -175,7 +175,8 @@ async function hooks({ page, d }) {
     await page.waitForSelector(`h3:has-text("Deliveries of uploads (${trg.body.id})")`);
     await page.waitForSelector(`h3:has-text("Deliveries of chat (${wh.body.id})")`);
     const [tbox, wbox] = [await page.textContent('#sec-trigger >> xpath=..'), await page.textContent('#sec-webhook >> xpath=..')];
-    check('triggers: the trigger as made', /datasets/.test(tbox) && /incoming\//.test(tbox) && /minio/.test(tbox), tbox);
+    check('triggers: the trigger as made, its rule as the pattern it matches', /s3:\/\/datasets\/incoming\/\*/.test(tbox) &&
+      /minio/.test(tbox) && /bearer/.test(tbox) && !/"bucket"/.test(tbox), tbox);
     check('triggers: accepted and rejected deliveries with why', /accepted/.test(tbox) && /rejected/.test(tbox) &&
       /403/.test(tbox), tbox);
     check('triggers: the delivery links the job it started',
