@@ -155,9 +155,14 @@ static char **rank_env(struct local *l, const struct launch *ln, int rank)
         env_add(&env, &n, "TRAINYARD_TOKEN=%s", ln->token);
     if (l->url)
         env_add(&env, &n, "TRAINYARD_URL=%s", l->url);
+    /* Without a checkpoint path the job gets its own directory, kept across its restarts (they
+     * resume) and removed with the job; a new job never resumes another's run. */
     const char *ckpt = jsonx_str(ln->spec->checkpoint, "path");
     if (ckpt)
         env_add(&env, &n, "TRAINYARD_CHECKPOINT_DIR=%s", ckpt);
+    else
+        env_add(&env, &n, "TRAINYARD_CHECKPOINT_DIR=%s/jobs/%s/checkpoints", l->data_dir,
+                ln->job->id);
     spec_env(&env, &n, ln->spec->env);
     return env;
 }

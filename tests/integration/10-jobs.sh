@@ -5,7 +5,7 @@ source "$(dirname "$0")/lib.sh"
 ty_start
 
 # A 4-rank job that succeeds; each rank sees the launcher's environment.
-ENVCHECK='echo "R=$RANK L=$LOCAL_RANK W=$WORLD_SIZE N=$NODE_RANK M=$MASTER_ADDR:$MASTER_PORT P=$PET_NNODES/$PET_NPROC_PER_NODE/$PET_NODE_RANK J=$TRAINYARD_JOB_ID"'
+ENVCHECK='echo "R=$RANK L=$LOCAL_RANK W=$WORLD_SIZE N=$NODE_RANK M=$MASTER_ADDR:$MASTER_PORT P=$PET_NNODES/$PET_NPROC_PER_NODE/$PET_NODE_RANK J=$TRAINYARD_JOB_ID C=$TRAINYARD_CHECKPOINT_DIR"'
 job=$(submit "{\"name\":\"ok4\",\"command\":[\"sh\",\"-c\",$(jq -Rn --arg s "$ENVCHECK" '$s')],\"nodes\":2,\"procs_per_node\":2,\"labels\":{\"team\":\"nlp\"}}")
 id=$(echo "$job" | jq -r .id)
 check_eq "submit answers queued" queued "$(echo "$job" | jq -r .state)"
@@ -21,6 +21,10 @@ check "logs complete" wait_logs_complete "$id"
 logs=$(api GET "/v1/jobs/$id/logs")
 check "rank 3 environment" grep -q "\[rank 3\] R=3 L=1 W=4 N=1 M=127.0.0.1:[0-9]* P=2/2/1 J=$id" <<<"$logs"
 check "rank 0 environment" grep -q "\[rank 0\] R=0 L=0 W=4 N=0" <<<"$logs"
+check "a job without checkpoint.path gets its own checkpoint directory" grep -q "\[rank 0\] .* C=$DATA/jobs/$id/checkpoints\$" <<<"$logs"
+ck=$(submit "{\"name\":\"ckpt\",\"command\":[\"sh\",\"-c\",\"echo C=\$TRAINYARD_CHECKPOINT_DIR\"],\"checkpoint\":{\"path\":\"/fsx/ckpt/run-7\"}}" | jq -r .id)
+check "checkpoint job ends" wait_state "$ck" succeeded
+check "checkpoint.path is the checkpoint directory when given" grep -q "^\[rank 0\] C=/fsx/ckpt/run-7\$" <<<"$(wait_logs_complete "$ck"; api GET "/v1/jobs/$ck/logs")"
 port0=$(grep -o 'M=127.0.0.1:[0-9]*' <<<"$logs" | sort -u | wc -l)
 check_eq "one MASTER_PORT for all ranks" 1 "$port0"
 events=$(api GET "/v1/jobs/$id/events" | jq -r '[.items[].type] | join(",")')

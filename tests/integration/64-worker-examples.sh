@@ -14,7 +14,7 @@ ko() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
 jq -S . "$E/reference-trainer.json" > "$tmp/json" && ok || ko "JSON spec does not parse"
 yq -S . "$E/reference-trainer.yaml" > "$tmp/yaml" 2>/dev/null && ok || ko "YAML spec does not parse"
 cmp -s "$tmp/json" "$tmp/yaml" && ok || { ko "JSON and YAML specs differ"; diff "$tmp/json" "$tmp/yaml" >&2; }
-for f in name command args env nodes procs_per_node resources restart checkpoint labels; do
+for f in name command args env nodes procs_per_node resources restart labels; do
     jq -e "has(\"$f\")" "$tmp/json" > /dev/null || ko "spec has no $f"
 done
 ok
