@@ -38,7 +38,8 @@ void store_free(struct store *s);
 int64_t store_rv(const struct store *s);
 /* The smallest RV a watch may start from without 410. */
 int64_t store_oldest_rv(const struct store *s);
-/* Forgets the history: watches from any earlier RV get 410 (the control API's "expire"). */
+/* Moves the revision on and forgets the history: a watch from any RV seen so far gets 410
+ * (the control API's "expire"). */
 void store_compact(struct store *s);
 /* The event with RV rv+1, or NULL when rv is current or too old. */
 const struct store_event *store_event_after(const struct store *s, int64_t rv);
