@@ -89,6 +89,18 @@ json_t *job_json_spec(const struct job *j, json_t *spec, const struct rank *rank
     return o;
 }
 
+void job_json_write(struct buf *out, json_t *job, const char *spec_text)
+{
+    json_object_del(job, "spec");
+    jsonx_dump(out, job);
+    if (out->len == 0 || out->data[out->len - 1] != '}')
+        return; /* not an object: nothing to splice into */
+    out->len--;
+    buf_puts(out, json_object_size(job) ? ",\"spec\":" : "\"spec\":");
+    buf_puts(out, spec_text);
+    buf_putc(out, '}');
+}
+
 struct job *job_from_path(struct request *req, struct response *res)
 {
     struct err err;

@@ -60,7 +60,7 @@ static void notify_changed(struct api *api, int64_t pk)
 }
 
 /* The response for a new job, built from what was just committed (no read back). */
-json_t *jobs_submission_json(const struct submission *s)
+void jobs_submission_write(struct buf *out, const struct submission *s)
 {
     struct job j = { .pk = s->out.pk,
                      .id = (char *)s->id,
@@ -86,7 +86,8 @@ json_t *jobs_submission_json(const struct submission *s)
     json_t *o = job_json_spec(&j, s->spec, ranks, (size_t)s->jn.nranks);
     job_json_progress(o, NULL, false);
     free(ranks);
-    return o;
+    job_json_write(out, o, s->spec_text);
+    json_decref(o);
 }
 
 /* The job as the API shows it, with its progress and stalled flag from the diagnosis. */
@@ -272,7 +273,9 @@ static void finish_insert(struct request *req, struct response *res)
     } else if (rp->replayed) {
         respond_job(req, res, 200, rp->id);
     } else {
-        response_json_new(res, 201, jobs_submission_json(rp->s));
+        struct buf *out = response_json_body(res, 201);
+        jobs_submission_write(out, rp->s);
+        buf_putc(out, '\n');
         char location[64];
         snprintf(location, sizeof(location), "/v1/jobs/%s", rp->id);
         response_header(res, "Location", location);

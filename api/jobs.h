@@ -41,8 +41,9 @@ struct submission *jobs_submission_new(struct api *api, const json_t *doc,
  * controller for a new job, then calls done(ctx, s, result), which must return quickly. s stays
  * the caller's: free it with jobs_submission_free() (any thread) once done has run. */
 void jobs_submission_start(struct submission *s, jobs_done_fn done, void *ctx);
-/* A committed new job as GET shows it (new reference), built from memory. */
-json_t *jobs_submission_json(const struct submission *s);
+/* A committed new job as GET shows it, written as JSON text into out, built from memory (the
+ * spec is copied from its canonical text, not dumped again). */
+void jobs_submission_write(struct buf *out, const struct submission *s);
 void jobs_submission_free(struct submission *s); /* NULL is a no-op */
 
 /* The HTTP flavour, shared by jobs_create and templates_jobs_create: doc is the job spec

@@ -154,6 +154,7 @@ static void kick(struct rendezvous *rz, int64_t pk)
 
 static void *timer_main(void *arg)
 {
+    pthread_setname_np(pthread_self(), "ty-rendezvous");
     struct rendezvous *rz = arg;
     pthread_mutex_lock(&rz->lock);
     while (!rz->stopping) {

@@ -71,14 +71,21 @@ static void nosniff(struct response *res)
     response_header(res, "X-Content-Type-Options", "nosniff");
 }
 
-void response_json(struct response *res, int status, const json_t *body)
+struct buf *response_json_body(struct response *res, int status)
 {
     nosniff(res);
     res->status = status;
     res->content_type = "application/json";
     buf_reset(&res->body);
-    jsonx_dump(&res->body, body);
-    buf_putc(&res->body, '\n');
+    buf_reserve(&res->body, 4096); /* jansson writes token by token: grow once, not per doubling */
+    return &res->body;
+}
+
+void response_json(struct response *res, int status, const json_t *body)
+{
+    struct buf *out = response_json_body(res, status);
+    jsonx_dump(out, body);
+    buf_putc(out, '\n');
 }
 
 void response_json_new(struct response *res, int status, json_t *body)

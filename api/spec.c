@@ -136,36 +136,53 @@ static const struct field spec_fields[] = {
     { NULL },
 };
 
+#define WALK_DEPTH 16 /* the schema nests 4 deep; the JSON body is limited to 32 */
+
+/* Where the walker is: the path is kept as tokens and only rendered as a JSON pointer when a
+ * value is bad, so valid specs (nearly all of them) never format one. */
+struct step {
+    const char *key; /* NULL: an array index */
+    size_t index;
+};
+
 struct walk {
     const struct spec_options *opts;
     struct err *err;
-    struct buf ptr; /* JSON pointer of the value being checked */
+    int depth;
+    struct step path[WALK_DEPTH];
 };
 
 static void bad(struct walk *w, const char *fmt, const char *arg)
 {
-    err_field(w->err, w->ptr.len ? buf_cstr(&w->ptr) : "/", fmt, arg);
+    struct buf ptr = BUF_INIT;
+    for (int i = 0; i < w->depth && i < WALK_DEPTH; i++) {
+        buf_putc(&ptr, '/');
+        if (w->path[i].key)
+            jsonx_pointer_append(&ptr, w->path[i].key);
+        else
+            buf_printf(&ptr, "%zu", w->path[i].index);
+    }
+    err_field(w->err, ptr.len ? buf_cstr(&ptr) : "/", fmt, arg);
+    buf_release(&ptr);
 }
 
-static size_t push(struct walk *w, const char *token)
+static int push(struct walk *w, const char *token)
 {
-    size_t mark = w->ptr.len;
-    buf_putc(&w->ptr, '/');
-    jsonx_pointer_append(&w->ptr, token);
-    return mark;
+    if (w->depth < WALK_DEPTH)
+        w->path[w->depth].key = token;
+    return w->depth++;
 }
 
-static size_t push_index(struct walk *w, size_t i)
+static int push_index(struct walk *w, size_t i)
 {
-    size_t mark = w->ptr.len;
-    buf_printf(&w->ptr, "/%zu", i);
-    return mark;
+    if (w->depth < WALK_DEPTH)
+        w->path[w->depth] = (struct step){ NULL, i };
+    return w->depth++;
 }
 
-static void pop(struct walk *w, size_t mark)
+static void pop(struct walk *w, int mark)
 {
-    w->ptr.len = mark;
-    w->ptr.data[mark] = '\0';
+    w->depth = mark;
 }
 
 static const char *type_name(enum ftype t)
@@ -260,14 +277,14 @@ static json_t *check_object(struct walk *w, const struct field *fields, json_t *
         while (f->name && strcmp(f->name, key) != 0)
             f++;
         if (!f->name) {
-            size_t mark = push(w, key);
+            int mark = push(w, key);
             bad(w, "%s", "is not a known field");
             pop(w, mark);
         }
     }
     for (const struct field *f = fields; f->name; f++) {
         json_t *given = json_object_get(v, f->name);
-        size_t mark = push(w, f->name);
+        int mark = push(w, f->name);
         json_t *canon = NULL;
         if (given && !json_is_null(given))
             canon = check_value(w, f, given);
@@ -299,7 +316,7 @@ static json_t *check_array(struct walk *w, const struct field *f, json_t *v)
     json_t *item;
     json_array_foreach(v, i, item)
     {
-        size_t mark = push_index(w, i);
+        int mark = push_index(w, i);
         json_t *canon = NULL;
         if (f->type == T_STRINGS && json_is_string(item)) {
             struct field elem = { .type = T_STRING, .check = f->check, .choices = f->choices };
@@ -355,7 +372,7 @@ static json_t *check_map(struct walk *w, const struct field *f, json_t *v)
     json_t *val;
     json_object_foreach(v, key, val)
     {
-        size_t mark = push(w, key);
+        int mark = push(w, key);
         const char *msg = f->check ? f->check(key) : NULL;
         json_t *canon = NULL;
         if (msg) {
@@ -507,9 +524,7 @@ json_t *spec_validate(const json_t *input, const struct spec_options *opts, stru
         return NULL;
     }
     struct walk w = { .opts = opts, .err = err };
-    buf_puts(&w.ptr, "");
     json_t *spec = check_object(&w, spec_fields, (json_t *)input);
-    buf_release(&w.ptr);
     if (!json_object_get(spec, "executor"))
         json_object_set_new(spec, "executor", json_string(opts->default_executor));
     if (!err_is_set(err))

@@ -12,10 +12,9 @@ wrk.body = [[{"name":"bench-llama-finetune","image":"nvcr.io/nvidia/pytorch:24.1
 "placement":{"instance_type":"p5.48xlarge","capacity_type":"on-demand"},
 "restart":{"policy":"on_failure","max_restarts":3},"deadline_seconds":86400,
 "labels":{"team":"nlp","project":"llama","owner":"alice"},"suspend":true}]]
-local bad = 0
-function response(status, headers, body)
-  if status ~= 201 then bad = bad + 1 end
-end
+-- No response() hook: defining one makes wrk parse every response into Lua, which costs more
+-- CPU than the daemon's own HTTP handling and takes it from the daemon on these 2 cores. wrk
+-- counts non-2xx answers itself, and bench-submit.sh checks the stored job count.
 function done(summary, latency, requests)
-  io.write(string.format("non-201 responses: %d\n", summary.errors.status))
+  io.write(string.format("non-2xx responses: %d\n", summary.errors.status))
 end

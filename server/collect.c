@@ -420,6 +420,7 @@ static void housekeeping(struct collect *c)
 
 static void *collect_main(void *arg)
 {
+    pthread_setname_np(pthread_self(), "ty-collect");
     struct collect *c = arg;
     for (;;) {
         pthread_mutex_lock(&c->lock);

@@ -288,6 +288,7 @@ static void reconcile(struct controller *c)
 
 static void *loop(void *arg)
 {
+    pthread_setname_np(pthread_self(), "ty-controller");
     struct controller *c = arg;
     for (;;) {
         pthread_mutex_lock(&c->lock);
@@ -363,8 +364,9 @@ void controller_wake(struct controller *c, int64_t job_pk)
 {
     (void)job_pk;
     pthread_mutex_lock(&c->lock);
+    if (!c->dirty) /* the loop does not sleep while dirty: one signal per pass is enough */
+        pthread_cond_signal(&c->cond);
     c->dirty = true;
-    pthread_cond_signal(&c->cond);
     pthread_mutex_unlock(&c->lock);
 }
 

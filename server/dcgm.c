@@ -337,6 +337,7 @@ static void poll_once(struct dcgm *d, CURL *curl)
 
 static void *dcgm_main(void *arg)
 {
+    pthread_setname_np(pthread_self(), "ty-dcgm");
     struct dcgm *d = arg;
     CURL *curl = curl_easy_init();
     for (;;) {

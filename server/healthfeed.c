@@ -117,6 +117,7 @@ void health_lines(void *ctx, int64_t job_pk, const struct log_line *lines, size_
 
 static void *feeder_main(void *arg)
 {
+    pthread_setname_np(pthread_self(), "ty-healthfeed");
     struct health *h = arg;
     pthread_mutex_lock(&h->qlock);
     for (;;) {

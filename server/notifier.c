@@ -27,6 +27,7 @@
 
 #define IDLE_NS         (5 * NS_PER_SEC)
 #define BUSY_NS         NS_PER_SEC /* due messages wait for a worker: re-check at least this often */
+#define PASS_GAP_NS     (5 * NS_PER_MS)
 #define EVENTS_PER_PASS 500
 
 struct flight {
@@ -84,7 +85,8 @@ void notifier_job(struct notifier *n, int64_t job_pk)
         XGROW(n->dirty, n->ndirty, n->capdirty);
         n->dirty[n->ndirty++] = job_pk;
     }
-    pthread_cond_broadcast(&n->cond);
+    if (n->ndirty == 1) /* the loop only sleeps on changes when it has none */
+        pthread_cond_broadcast(&n->cond);
     pthread_mutex_unlock(&n->lock);
 }
 
@@ -165,19 +167,16 @@ static void messages_for(struct notifier *n, const struct job *j, const json_t *
 }
 
 /* Turns the job's events past its cursor into outbox messages, moving the cursor with them. */
-static int to_outbox(struct notifier *n, int64_t pk, struct err *err)
+static int to_outbox(struct notifier *n, int64_t pk, struct webhook_def **hooks, size_t nhooks,
+                     struct err *err)
 {
-    struct webhook_def **hooks = NULL;
-    size_t nhooks = 0, nout = 0;
+    size_t nout = 0;
     int64_t cursor = 0;
     json_t *events = NULL;
     struct job *j = NULL;
     struct outbox_new *out = NULL;
     char **owned = NULL;
-    int rc = -1;
-    if (store_webhook_list(n->st, true, &hooks, &nhooks, err) < 0)
-        goto out;
-    rc = 0;
+    int rc = 0;
     if (nhooks == 0 || store_webhook_cursor(n->st, pk, &cursor, err) < 0 ||
         !(events = store_events_list(n->st, pk, cursor, EVENTS_PER_PASS, err)) ||
         json_array_size(events) == 0 || !(j = store_job_get_pk(n->st, pk, NULL)))
@@ -198,8 +197,33 @@ out:
     free(out);
     job_free(j);
     json_decref(events);
-    webhook_defs_free(hooks, nhooks);
     return err_is_set(err) ? -1 : rc;
+}
+
+/* Turns the changes of the dirty jobs into messages, reading the webhooks once per pass (a
+ * burst of submissions marks thousands of jobs). True when some job must be tried again. */
+static bool outbox_pass(struct notifier *n, const int64_t *dirty, size_t ndirty)
+{
+    struct webhook_def **hooks = NULL;
+    size_t nhooks = 0;
+    bool failed = false;
+    struct err err;
+    err_init(&err);
+    bool listed = store_webhook_list(n->st, true, &hooks, &nhooks, &err) == 0;
+    for (size_t i = 0; i < ndirty; i++) {
+        if (listed && to_outbox(n, dirty[i], hooks, nhooks, &err) == 0)
+            continue;
+        log_warn("webhooks: job %lld: %s", (long long)dirty[i], err.msg);
+        notifier_job(n, dirty[i]); /* try again on the next pass */
+        failed = true;
+        if (listed) {
+            err_release(&err);
+            err_init(&err);
+        }
+    }
+    webhook_defs_free(hooks, nhooks);
+    err_release(&err);
+    return failed;
 }
 
 /* At start: jobs whose events were not all turned into messages (kill -9 in between). */
@@ -270,12 +294,24 @@ static int64_t dispatch(struct notifier *n)
     return BUSY_NS;
 }
 
+/* Sleeps on n->cond for up to ns; lock held. */
+static void sleep_for(struct notifier *n, int64_t ns)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t at = (int64_t)ts.tv_sec * NS_PER_SEC + ts.tv_nsec + ns;
+    ts.tv_sec = at / NS_PER_SEC;
+    ts.tv_nsec = at % NS_PER_SEC;
+    pthread_cond_timedwait(&n->cond, &n->lock, &ts);
+}
+
 static void *run(void *arg)
 {
+    pthread_setname_np(pthread_self(), "ty-webhooks");
     struct notifier *n = arg;
     catch_up(n);
     for (;;) {
-        bool failed = false;
+        int64_t started = clock_mono_ns();
         pthread_mutex_lock(&n->lock);
         int64_t *dirty = n->dirty;
         size_t ndirty = n->ndirty;
@@ -283,28 +319,17 @@ static void *run(void *arg)
         n->ndirty = n->capdirty = 0;
         n->wake = false;
         pthread_mutex_unlock(&n->lock);
-        for (size_t i = 0; i < ndirty; i++) {
-            struct err err;
-            err_init(&err);
-            if (to_outbox(n, dirty[i], &err) < 0) {
-                log_warn("webhooks: job %lld: %s", (long long)dirty[i], err.msg);
-                notifier_job(n, dirty[i]); /* try again on the next pass */
-                failed = true;
-            }
-            err_release(&err);
-        }
+        bool failed = ndirty > 0 && outbox_pass(n, dirty, ndirty);
         free(dirty);
         int64_t wait = dispatch(n);
         pthread_mutex_lock(&n->lock);
-        /* After a failed pass the retried jobs wait too, so a broken store is not spun on. */
-        if (!n->stop && !n->wake && (n->ndirty == 0 || failed)) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            int64_t at = (int64_t)ts.tv_sec * NS_PER_SEC + ts.tv_nsec + wait;
-            ts.tv_sec = at / NS_PER_SEC;
-            ts.tv_nsec = at % NS_PER_SEC;
-            pthread_cond_timedwait(&n->cond, &n->lock, &ts);
-        }
+        /* After a failed pass the retried jobs wait too, so a broken store is not spun on. A
+         * burst of changes is read in passes PASS_GAP_NS apart, not one pass per change. */
+        int64_t gap = started + PASS_GAP_NS - clock_mono_ns();
+        if (!n->stop && !n->wake && (n->ndirty == 0 || failed))
+            sleep_for(n, wait);
+        else if (!n->stop && !n->wake && gap > 0)
+            sleep_for(n, gap);
         bool stop = n->stop;
         pthread_mutex_unlock(&n->lock);
         if (stop)
@@ -382,6 +407,7 @@ static void send_one(struct notifier *n, struct httpc *h, const struct outbox_ms
 
 static void *work(void *arg)
 {
+    pthread_setname_np(pthread_self(), "ty-webhook-send");
     struct notifier *n = arg;
     struct httpc_options ho = { .timeout_ms = n->opts.timeout_ms,
                                 .connect_timeout_ms =

@@ -296,6 +296,7 @@ static void prune(struct triggerloop *l, int64_t now)
 
 static void *run(void *arg)
 {
+    pthread_setname_np(pthread_self(), "ty-triggers");
     struct triggerloop *l = arg;
     int64_t pending = 0, last_prune = 0;
     store_trigger_objects_pending(l->st, &pending, NULL);

@@ -30,6 +30,7 @@ enum store_module {
     MOD_RENDEZVOUS,
     MOD_MISC,
     MOD_FINDINGS,
+    MOD_WRITER,
     MOD_COUNT
 };
 #define STMTS_PER_MODULE 48

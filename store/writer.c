@@ -59,10 +59,24 @@ static struct wop *take_batch(struct writer *w)
     return batch;
 }
 
+enum { W_SAVEPOINT, W_ROLLBACK, W_RELEASE };
+static const char *const savepoint_sql[] = {
+    [W_SAVEPOINT] = "SAVEPOINT w",
+    [W_ROLLBACK] = "ROLLBACK TO w",
+    [W_RELEASE] = "RELEASE w",
+};
+
+/* One savepoint statement, prepared once: every write of a batch runs three of them. */
+static int savepoint(struct conn *c, int which, struct err *err)
+{
+    sqlite3_stmt *s = stmt(c, MOD_WRITER, which, savepoint_sql[which], err);
+    return s ? sql_exec_stmt(c, s, err, savepoint_sql[which]) : -1;
+}
+
 static void run_one(struct writer *w, struct wop *op)
 {
     err_init(&op->err);
-    if (sql_exec(w->conn, "SAVEPOINT w", &op->err) < 0) {
+    if (savepoint(w->conn, W_SAVEPOINT, &op->err) < 0) {
         op->rc = -1;
         return;
     }
@@ -70,12 +84,12 @@ static void run_one(struct writer *w, struct wop *op)
     if (op->rc < 0) {
         struct err ignore;
         err_init(&ignore);
-        sql_exec(w->conn, "ROLLBACK TO w", &ignore);
+        savepoint(w->conn, W_ROLLBACK, &ignore);
         err_release(&ignore);
     }
     struct err release;
     err_init(&release);
-    if (sql_exec(w->conn, "RELEASE w", &release) < 0 && op->rc == 0) {
+    if (savepoint(w->conn, W_RELEASE, &release) < 0 && op->rc == 0) {
         op->rc = -1;
         err_move(&op->err, &release);
     }
@@ -185,6 +199,7 @@ static void run_batch(struct writer *w, struct wop *batch)
 
 static void *writer_main(void *arg)
 {
+    pthread_setname_np(pthread_self(), "ty-writer");
     struct writer *w = arg;
     for (;;) {
         struct wop *batch = take_batch(w);

@@ -5,12 +5,25 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <pthread.h>
 #include <sys/random.h>
+
+static EVP_MD *sha256_md;
+static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
+
+/* Fetched once: EVP_sha256() makes OpenSSL 3 look the algorithm up, under a lock, per digest. */
+static void sha256_fetch(void)
+{
+    sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL);
+    if (!sha256_md)
+        abort();
+}
 
 void crypto_sha256(const void *data, size_t len, unsigned char out[SHA256_LEN])
 {
     unsigned int n = SHA256_LEN;
-    if (!EVP_Digest(data, len, out, &n, EVP_sha256(), NULL))
+    pthread_once(&sha256_once, sha256_fetch);
+    if (!EVP_Digest(data, len, out, &n, sha256_md, NULL))
         abort();
 }
 

@@ -57,9 +57,8 @@ void jsonx_dump(struct buf *out, const json_t *v)
 
 char *jsonx_dumps(const json_t *v)
 {
-    struct buf b = BUF_INIT;
-    jsonx_dump(&b, v);
-    return buf_detach(&b, NULL);
+    char *text = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL; /* plain malloc */
+    return text ? text : xstrdup("");
 }
 
 const char *jsonx_str(const json_t *obj, const char *key)

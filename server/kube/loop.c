@@ -478,6 +478,7 @@ static void loop_free(struct kube *k)
 
 void *kube_loop(void *arg)
 {
+    pthread_setname_np(pthread_self(), "ty-kube");
     struct kube *k = arg;
     kmap_init(&k->jobs);
     kmap_init(&k->jobs_by_id);
