@@ -18,18 +18,17 @@
 #include "server/core/crypto.h"
 #include "server/core/jsonx.h"
 #include "server/core/parse.h"
+#include "server/core/sortid.h"
 #include "server/core/xalloc.h"
 #include "store/findings.h"
 #include "store/tokens.h"
-
-#define JOB_ID_LEN 12
 
 /* A submission waiting for its commit. Owns everything job_new points to. */
 struct submission {
     struct api *api;
     json_t *spec;
     char *spec_text;
-    char id[JOB_ID_LEN + 1];
+    char id[SORTID_LEN + 1];
     char hash[SHA256_HEX_LEN];
     char *idem_key, *idem_hash, *owner, *request_id;
     struct label *labels;
@@ -166,7 +165,7 @@ struct submission *jobs_submission_new(struct api *api, const json_t *doc,
     s->api = api;
     s->spec = spec;
     s->spec_text = jsonx_dumps(spec);
-    crypto_random_id(s->id, JOB_ID_LEN);
+    sortid_new(s->id);
     crypto_sha256_hex(s->spec_text, strlen(s->spec_text), s->hash);
     s->idem_key = dup_or_null(o->idempotency_key);
     s->idem_hash = dup_or_null(o->idempotency_hash);

@@ -96,7 +96,8 @@ int main(int argc, char **argv)
         return 1;
     snprintf(path, sizeof(path), "%s/t.db", dir);
     setup(path);
-    struct spec_options so = { .limits = &api.limits, .default_executor = "local",
+    struct spec_options so = { .limits = &api.limits,
+                               .default_executor = "local",
                                .local_enabled = true };
     double t0 = cpu_us();
     for (int i = 0; i < n; i++)

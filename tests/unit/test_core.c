@@ -1,4 +1,7 @@
-/* Unit tests of server/core: err, buf, clock, parse, utf8, jsonx, yamljson, crypto, logrec. */
+/* Unit tests of server/core: err, buf, clock, parse, utf8, jsonx, yamljson, crypto, sortid,
+ * logrec. */
+#include <pthread.h>
+
 #include "tests/unit/check.h"
 
 #include "server/core/buf.h"
@@ -9,6 +12,7 @@
 #include "server/core/logmatch.h"
 #include "server/core/logrec.h"
 #include "server/core/parse.h"
+#include "server/core/sortid.h"
 #include "server/core/utf8.h"
 #include "server/core/words.h"
 #include "server/core/yamljson.h"
@@ -206,6 +210,54 @@ static void test_crypto(void)
     CHECK(id[0] >= 'a' && id[0] <= 'z');
 }
 
+static void *make_ids(void *arg)
+{
+    char(*ids)[SORTID_LEN + 1] = arg;
+    for (int i = 0; i < 20000; i++)
+        sortid_new(ids[i]);
+    return NULL;
+}
+
+static int cmp_ids(const void *a, const void *b)
+{
+    return strcmp(a, b);
+}
+
+/* Job ids: valid Kubernetes names, in creation order as text, unique across threads. */
+static void test_sortid(void)
+{
+    int64_t before = clock_now_ns() / NS_PER_MS;
+    char prev[SORTID_LEN + 1] = "", id[SORTID_LEN + 1];
+    for (int i = 0; i < 100000; i++) {
+        sortid_new(id);
+        if (strcmp(prev, id) >= 0) {
+            CHECK(strcmp(prev, id) < 0);
+            break;
+        }
+        memcpy(prev, id, sizeof(id));
+    }
+    CHECK_INT(strlen(id), SORTID_LEN);
+    CHECK(id[0] >= 'a' && id[0] <= 'z');
+    CHECK(strspn(id, "abcdefghijklmnopqrstuvwxyz0123456789") == SORTID_LEN);
+    int64_t at = sortid_time_ms(id), after = clock_now_ns() / NS_PER_MS;
+    CHECK(at >= before && at <= after);
+    CHECK_INT(sortid_time_ms("Abc"), -1);
+    CHECK_INT(sortid_time_ms("a0000000000!"), -1);
+    CHECK_INT(sortid_time_ms("a00000000000"), 1577836800000LL); /* the epoch: 2020-01-01 */
+
+    static char ids[40000][SORTID_LEN + 1];
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&t[i], NULL, make_ids, ids[20000 * i]);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    qsort(ids, 40000, SORTID_LEN + 1, cmp_ids);
+    int dups = 0;
+    for (int i = 1; i < 40000; i++)
+        dups += strcmp(ids[i - 1], ids[i]) == 0;
+    CHECK_INT(dups, 0);
+}
+
 static void count_word(void *ctx, const char *w, size_t n)
 {
     buf_append(ctx, w, n);
@@ -241,6 +293,7 @@ int main(void)
     test_jsonx();
     test_yamljson();
     test_crypto();
+    test_sortid();
     test_logrec_and_words();
     return check_done();
 }
