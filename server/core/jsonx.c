@@ -50,15 +50,117 @@ static int dump_cb(const char *data, size_t size, void *ctx)
     return 0;
 }
 
+/* A string as jansson writes it: '"' and '\\' escaped, control characters as \b \f \n \r \t or
+ * \u00XX, everything else (UTF-8 included) as it is. Runs without escapes are copied at once. */
+static void dump_string(struct buf *out, const char *s, size_t len)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    buf_putc(out, '"');
+    size_t run = 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        buf_append(out, s + run, i - run);
+        run = i + 1;
+        const char *esc = c == '"'    ? "\\\""
+                          : c == '\\' ? "\\\\"
+                          : c == '\b' ? "\\b"
+                          : c == '\f' ? "\\f"
+                          : c == '\n' ? "\\n"
+                          : c == '\r' ? "\\r"
+                          : c == '\t' ? "\\t"
+                                      : NULL;
+        if (esc) {
+            buf_append(out, esc, 2);
+        } else {
+            char u[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
+            buf_append(out, u, sizeof(u));
+        }
+    }
+    buf_append(out, s + run, len - run);
+    buf_putc(out, '"');
+}
+
+static void dump_integer(struct buf *out, json_int_t x)
+{
+    char digits[24];
+    size_t n = 0;
+    uint64_t u = x < 0 ? 0 - (uint64_t)x : (uint64_t)x;
+    do {
+        digits[sizeof(digits) - ++n] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (x < 0)
+        digits[sizeof(digits) - ++n] = '-';
+    buf_append(out, digits + sizeof(digits) - n, n);
+}
+
+#define DUMP_MAX_DEPTH 2048 /* parsed input is limited far below; this guards the stack */
+
+/* jansson's compact output, byte for byte, without its per-container cycle check (a printf and
+ * a hash insert each) and callback per token: the daemon dumps every response body. */
+static void dump_value(struct buf *out, const json_t *v, int depth)
+{
+    json_t *m = (json_t *)v;
+    if (depth > DUMP_MAX_DEPTH) {
+        buf_puts(out, "null");
+        return;
+    }
+    switch (json_typeof(v)) {
+    case JSON_OBJECT:
+        buf_putc(out, '{');
+        for (void *it = json_object_iter(m), *first = it; it; it = json_object_iter_next(m, it)) {
+            if (it != first)
+                buf_putc(out, ',');
+            dump_string(out, json_object_iter_key(it), json_object_iter_key_len(it));
+            buf_putc(out, ':');
+            dump_value(out, json_object_iter_value(it), depth + 1);
+        }
+        buf_putc(out, '}');
+        break;
+    case JSON_ARRAY:
+        buf_putc(out, '[');
+        for (size_t i = 0; i < json_array_size(v); i++) {
+            if (i)
+                buf_putc(out, ',');
+            dump_value(out, json_array_get(v, i), depth + 1);
+        }
+        buf_putc(out, ']');
+        break;
+    case JSON_STRING:
+        dump_string(out, json_string_value(v), json_string_length(v));
+        break;
+    case JSON_INTEGER:
+        dump_integer(out, json_integer_value(v));
+        break;
+    case JSON_REAL: /* rare; jansson's formatting ("%.17g", ".0" added, exponent trimmed) */
+        json_dump_callback(v, dump_cb, out, JSON_COMPACT | JSON_ENCODE_ANY);
+        break;
+    case JSON_TRUE:
+        buf_puts(out, "true");
+        break;
+    case JSON_FALSE:
+        buf_puts(out, "false");
+        break;
+    case JSON_NULL:
+        buf_puts(out, "null");
+        break;
+    }
+}
+
 void jsonx_dump(struct buf *out, const json_t *v)
 {
-    json_dump_callback(v, dump_cb, out, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (v)
+        dump_value(out, v, 0);
 }
 
 char *jsonx_dumps(const json_t *v)
 {
-    char *text = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL; /* plain malloc */
-    return text ? text : xstrdup("");
+    struct buf b = BUF_INIT;
+    buf_reserve(&b, 256);
+    jsonx_dump(&b, v);
+    return buf_detach(&b, NULL);
 }
 
 const char *jsonx_str(const json_t *obj, const char *key)

@@ -128,8 +128,44 @@ static void test_utf8_and_escape(void)
     buf_release(&b);
 }
 
+/* jsonx_dump must write exactly what jansson's compact dump writes: stored specs are hashed. */
+static void test_jsonx_dump_matches_jansson(void)
+{
+    static const char *const docs[] = {
+        "{}",
+        "[]",
+        "\"\"",
+        "0",
+        "-9223372036854775808",
+        "9223372036854775807",
+        "1.5",
+        "-0.0",
+        "1e300",
+        "3.0e-7",
+        "true",
+        "false",
+        "null",
+        "[1,[2,[3,{}]],\"x\"]",
+        "{\"a\":{\"b\":[true,null,{\"c\":\"d\"}]},\"e\":-12}",
+        "\"quote\\\" back\\\\ slash/ tab\\t nl\\n cr\\r bs\\b ff\\f\"",
+        "\"\\u0000 nul \\u0001 \\u001f \\u007f del\"",
+        "\"caf\u00e9 \u6f22 \\ud83d\\ude00\"",
+        "{\"k\\tey\":1,\"\\\"\":2,\"z\":3,\"a\":4}",
+    };
+    for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+        json_t *v = json_loads(docs[i], JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+        CHECK(v != NULL);
+        char *ours = jsonx_dumps(v), *theirs = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        CHECK_STR(ours, theirs);
+        free(ours);
+        free(theirs);
+        json_decref(v);
+    }
+}
+
 static void test_jsonx(void)
 {
+    test_jsonx_dump_matches_jansson();
     struct err err;
     err_init(&err);
     CHECK(jsonx_loadb("[[[[1]]]]", 9, 3, &err) == NULL);
