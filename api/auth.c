@@ -1,10 +1,12 @@
 /*
  * auth: authentication (bearer token -> principal) and authorisation (principal x route scope).
- * Reads the token on the caller's store connection; never writes on the request path (last-use
- * times are batched by store_token_touch).
+ * Reads the token on the caller's store connection, with a per-thread cache of recent lookups
+ * (see authenticate); never writes on the request path (last-use times are batched by
+ * store_token_touch).
  */
 #include "api/auth.h"
 
+#include <string.h>
 #include <strings.h>
 
 #include "server/core/clock.h"
@@ -47,17 +49,85 @@ static const char *bearer(struct request *req)
     return *h ? h : NULL;
 }
 
+/*
+ * Recent lookups, per thread: without them every authenticated request pays a SQLite read,
+ * the largest part of a small GET. An entry lives AUTH_CACHE_NS and dies at once when this
+ * daemon revokes a token or deletes a job (store_tokens_generation); a revocation made by
+ * another process (`trainyard token revoke` on the host) takes effect within AUTH_CACHE_NS.
+ * Only usable tokens are kept; expiry is checked on every use.
+ */
+#define AUTH_CACHE_NS    NS_PER_SEC
+#define AUTH_CACHE_SLOTS 16
+
+struct cached_token {
+    char hash[SHA256_HEX_LEN];
+    struct principal who;
+    int64_t pk, expires_at, fetched;
+    uint64_t generation;
+};
+
+static __thread struct cached_token auth_cache[AUTH_CACHE_SLOTS];
+
+static struct cached_token *cache_slot(const char *hash)
+{
+    return &auth_cache[(unsigned char)hash[0] % AUTH_CACHE_SLOTS];
+}
+
+static const struct cached_token *cache_get(struct store *st, const char *hash)
+{
+    const struct cached_token *c = cache_slot(hash);
+    bool fresh = c->fetched && clock_mono_ns() - c->fetched < AUTH_CACHE_NS &&
+                 c->generation == store_tokens_generation(st);
+    return fresh && strcmp(c->hash, hash) == 0 ? c : NULL;
+}
+
+static void cache_put(const char *hash, const struct principal *who, const struct token *t,
+                      uint64_t generation)
+{
+    struct cached_token *c = cache_slot(hash);
+    memcpy(c->hash, hash, sizeof(c->hash));
+    c->who = *who;
+    c->pk = t->pk;
+    c->expires_at = t->expires_at;
+    c->fetched = clock_mono_ns();
+    c->generation = generation;
+}
+
+/* Checks a token read from the store and fills who; 0, or -1 with err. */
+static int admit(const struct token *t, int64_t now, struct principal *who, struct err *err)
+{
+    if (t->revoked_at)
+        return err_set(err, ERR_UNAUTHORIZED, "the token was revoked");
+    if (t->expires_at && t->expires_at <= now)
+        return err_set(err, ERR_UNAUTHORIZED, "the token has expired");
+    if (scope_parse(t->scope, &who->scope) < 0)
+        return err_set(err, ERR_UNAUTHORIZED, "the token has an unknown scope");
+    snprintf(who->name, sizeof(who->name), "%s", t->name);
+    snprintf(who->token_id, sizeof(who->token_id), "%s", t->id);
+    snprintf(who->job_id, sizeof(who->job_id), "%s", t->job_id ? t->job_id : "");
+    return 0;
+}
+
 static int authenticate(struct request *req, struct err *err)
 {
+    struct store *st = req->api->store;
     const char *secret = bearer(req);
     if (!secret)
         return err_set(err, ERR_UNAUTHORIZED,
                        "this operation needs a token: send 'Authorization: Bearer <token>'");
     char hash[SHA256_HEX_LEN];
     crypto_sha256_hex(secret, strlen(secret), hash);
+    int64_t now = clock_now_ns();
+    const struct cached_token *hit = cache_get(st, hash);
+    if (hit && (!hit->expires_at || hit->expires_at > now)) {
+        req->who = hit->who;
+        store_token_touch(st, hit->pk, now);
+        return 0;
+    }
+    uint64_t generation = store_tokens_generation(st); /* read before the row it vouches for */
     struct err lookup;
     err_init(&lookup);
-    struct token *t = store_token_by_hash(req->api->store, hash, &lookup);
+    struct token *t = store_token_by_hash(st, hash, &lookup);
     if (!t) {
         int unknown = lookup.code == ERR_NOT_FOUND;
         err_release(&lookup);
@@ -65,19 +135,10 @@ static int authenticate(struct request *req, struct err *err)
             return err_set(err, ERR_UNAUTHORIZED, "the token is not valid");
         return err_set(err, ERR_UNAVAILABLE, "cannot check the token now; try again");
     }
-    int64_t now = clock_now_ns();
-    int rc = 0;
-    if (t->revoked_at)
-        rc = err_set(err, ERR_UNAUTHORIZED, "the token was revoked");
-    else if (t->expires_at && t->expires_at <= now)
-        rc = err_set(err, ERR_UNAUTHORIZED, "the token has expired");
-    else if (scope_parse(t->scope, &req->who.scope) < 0)
-        rc = err_set(err, ERR_UNAUTHORIZED, "the token has an unknown scope");
+    int rc = admit(t, now, &req->who, err);
     if (rc == 0) {
-        snprintf(req->who.name, sizeof(req->who.name), "%s", t->name);
-        snprintf(req->who.token_id, sizeof(req->who.token_id), "%s", t->id);
-        snprintf(req->who.job_id, sizeof(req->who.job_id), "%s", t->job_id ? t->job_id : "");
-        store_token_touch(req->api->store, t->pk, now);
+        cache_put(hash, &req->who, t, generation);
+        store_token_touch(st, t->pk, now);
     }
     token_free(t);
     return rc;

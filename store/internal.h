@@ -101,6 +101,8 @@ struct logcache *store_logcache(struct store *st);
 
 /* Appends an audit entry inside a write (tokens.c). */
 struct audit_entry;
+/* After a committed write that can end a token (revocation, a job deleted with its tokens). */
+void store_tokens_changed(struct store *st);
 int audit_insert(struct conn *c, const struct audit_entry *e, struct err *err);
 
 /* Appends an event to a job's timeline (job_update.c); runs inside a write. */

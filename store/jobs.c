@@ -529,5 +529,6 @@ int store_job_delete(struct store *st, int64_t pk, struct err *err)
     int rc = store_write_wait(st, apply_delete, &pk, err);
     if (rc == 0)
         logcache_drop(store_logcache(st), pk);
+    store_tokens_changed(st); /* its worker tokens went with it */
     return rc;
 }

@@ -6,9 +6,11 @@
 
 #include <assert.h>
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "server/core/xalloc.h"
 #include "store/logcache.h"
+#include "store/tokens.h"
 
 struct reader {
     struct conn *conn;
@@ -25,11 +27,22 @@ struct store {
     struct reader *readers;
     int schema_version;
     struct logcache *logcache;
+    _Atomic uint64_t tokens_generation; /* see store_tokens_generation() */
 };
 
 struct logcache *store_logcache(struct store *st)
 {
     return st->logcache;
+}
+
+void store_tokens_changed(struct store *st)
+{
+    atomic_fetch_add(&st->tokens_generation, 1);
+}
+
+uint64_t store_tokens_generation(struct store *st)
+{
+    return atomic_load(&st->tokens_generation);
 }
 
 static const char *const pragmas = "PRAGMA journal_mode=WAL;"

@@ -194,7 +194,9 @@ static int apply_revoke(struct conn *c, void *arg, struct err *err)
 int store_token_revoke(struct store *st, const char *id_or_name, int64_t now, struct err *err)
 {
     struct revoke_op op = { id_or_name, now };
-    return store_write_wait(st, apply_revoke, &op, err);
+    int rc = store_write_wait(st, apply_revoke, &op, err);
+    store_tokens_changed(st);
+    return rc;
 }
 
 struct revoke_job_op {
@@ -215,7 +217,9 @@ static int apply_revoke_job(struct conn *c, void *arg, struct err *err)
 int store_tokens_revoke_job(struct store *st, int64_t job_pk, int64_t now, struct err *err)
 {
     struct revoke_job_op op = { job_pk, now };
-    return store_write_wait(st, apply_revoke_job, &op, err);
+    int rc = store_write_wait(st, apply_revoke_job, &op, err);
+    store_tokens_changed(st);
+    return rc;
 }
 
 int store_token_count_active(struct store *st, int64_t now, int64_t *count, struct err *err)

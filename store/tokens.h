@@ -37,6 +37,9 @@ int store_token_insert(struct store *st, const struct token_new *t, struct err *
 struct token *store_token_by_hash(struct store *st, const char *hash, struct err *err);
 /* Tokens that are not worker tokens, newest first; caller frees with tokens_free. */
 int store_token_list(struct store *st, struct token ***out, size_t *n, struct err *err);
+/* Changes whenever this process commits a write that can end a token; caches of lookups
+ * compare it (a change made by another process is not counted). */
+uint64_t store_tokens_generation(struct store *st);
 /* Revokes by id or name. ERR_NOT_FOUND when no active token matches. */
 int store_token_revoke(struct store *st, const char *id_or_name, int64_t now, struct err *err);
 /* Number of active (unrevoked, unexpired) tokens of any kind but worker. */

@@ -8,7 +8,6 @@
 #   k GET /api/v1/namespaces/default/pods          # the API server, body on stdout
 #   kstatus GET /apis/...                           # its HTTP status only
 #   ctl pods/oomkill '{"job":"ty-x","rank":2}'      # the control API (/_test/)
-#   eventually "what" SECONDS command...            # retries every 0.2 s, then a check
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 KSERVER="$TY_BUILD/tests/kube/testserver"
 KPID=""
@@ -59,21 +58,6 @@ ctl() {
     curl -sk -X POST "$KURL/_test/$1" -d "${2:-{\}}"
 }
 
-eventually() {
-    local what=$1 secs=$2
-    shift 2
-    local end=$((SECONDS + secs))
-    while ((SECONDS < end)); do
-        if "$@" >/dev/null 2>&1; then
-            PASSED=$((PASSED + 1))
-            return 0
-        fi
-        sleep 0.2
-    done
-    FAILED=$((FAILED + 1))
-    echo "FAIL: $what (after ${secs}s)" >&2
-    return 1
-}
 
 # job_field ID JQ: one field of a job.
 job_field() {

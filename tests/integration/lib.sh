@@ -5,6 +5,7 @@
 #   ty_start [serve flags...]          # sets URL, TOKEN (admin), DATA, PID
 #   api GET /v1/jobs                   # curl with the admin token; body on stdout
 #   check "what" test-command...       # counts a pass or a failure
+#   eventually "what" SECONDS cmd...   # retries every 0.2 s, then counts a pass or a failure
 #   ty_done                            # prints the summary, exits 0 or 1
 set -u
 TY_BUILD=${TY_BUILD:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../../build" && pwd)}
@@ -33,6 +34,22 @@ check() {
         FAILED=$((FAILED + 1))
         echo "FAIL: $what" >&2
     fi
+}
+
+eventually() {
+    local what=$1 secs=$2
+    shift 2
+    local end=$((SECONDS + secs))
+    while ((SECONDS < end)); do
+        if "$@" >/dev/null 2>&1; then
+            PASSED=$((PASSED + 1))
+            return 0
+        fi
+        sleep 0.2
+    done
+    FAILED=$((FAILED + 1))
+    echo "FAIL: $what (after ${secs}s)" >&2
+    return 1
 }
 
 # check_eq WHAT EXPECTED ACTUAL
