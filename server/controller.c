@@ -286,23 +286,41 @@ static void reconcile(struct controller *c)
     atomic_store(&c->last_reconcile, done);
 }
 
+/* Changes are reconciled in passes at least this far apart: a burst of submissions then costs
+ * one pass per few milliseconds instead of one per job; a job starts at most this much later. */
+#define RECONCILE_GAP_NS (2 * NS_PER_MS)
+
+/* Waits for work: events to drain at once, changes once the gap has passed, else a tick. */
+static void wait_for_work(struct controller *c)
+{
+    int64_t wait = c->opts.tick_ns;
+    if (c->dirty) {
+        int64_t gap = atomic_load(&c->last_reconcile) + RECONCILE_GAP_NS - clock_mono_ns();
+        wait = gap > 0 ? gap : 0;
+    }
+    if (c->stopping || c->head || wait <= 0)
+        return;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    int64_t ns = until.tv_nsec + wait;
+    until.tv_sec += ns / NS_PER_SEC;
+    until.tv_nsec = ns % NS_PER_SEC;
+    pthread_cond_timedwait(&c->cond, &c->lock, &until);
+}
+
 static void *loop(void *arg)
 {
     pthread_setname_np(pthread_self(), "ty-controller");
     struct controller *c = arg;
     for (;;) {
         pthread_mutex_lock(&c->lock);
-        if (!c->stopping && !c->head && !c->dirty) {
-            struct timespec until;
-            clock_gettime(CLOCK_REALTIME, &until);
-            int64_t ns = until.tv_nsec + c->opts.tick_ns;
-            until.tv_sec += ns / NS_PER_SEC;
-            until.tv_nsec = ns % NS_PER_SEC;
-            pthread_cond_timedwait(&c->cond, &c->lock, &until);
-        }
+        wait_for_work(c);
+        bool due =
+            c->dirty && clock_mono_ns() - atomic_load(&c->last_reconcile) >= RECONCILE_GAP_NS;
+        if (due)
+            c->dirty = false;
         /* Jobs whose end is being decided are looked at every tick. */
-        bool stopping = c->stopping, dirty = c->dirty || c->nending > 0;
-        c->dirty = false;
+        bool stopping = c->stopping, dirty = due || c->nending > 0;
         pthread_mutex_unlock(&c->lock);
         if (stopping)
             break;
