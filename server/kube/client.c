@@ -226,36 +226,10 @@ static size_t on_body(char *data, size_t size, size_t n, void *arg)
     return len;
 }
 
-/* Sets up call->easy for call's request with the current credentials. */
-static int prepare(struct kube_client *c, struct kube_call *call, struct err *err)
+/* Trust and client credentials: the kubeconfig's CA and certificate, or an exec plugin's. */
+static void set_tls(struct kube_client *c, CURL *e)
 {
     const struct kube_config *cfg = c->cfg;
-    free(call->token);
-    call->token = kube_auth_token(c->auth, err);
-    if (!call->token && err_is_set(err))
-        return -1;
-    CURL *e = call->easy;
-    char *url = xasprintf("%s%s", cfg->server, call->path);
-    curl_easy_setopt(e, CURLOPT_URL, url);
-    free(url);
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
-    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
-    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
-    long t = call->timeout_ms == 0 ? DEFAULT_TIMEOUT_MS : call->timeout_ms;
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, t < 0 ? 0L : t);
-    curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, call->method);
-    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, call->errbuf);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, call);
-    curl_easy_setopt(e, CURLOPT_PRIVATE, call);
-    if (call->body) {
-        curl_easy_setopt(e, CURLOPT_POSTFIELDS, call->body);
-        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(call->body));
-    } else if (!strcmp(call->method, "GET")) {
-        curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
-    }
     if (cfg->ca_data) {
         struct curl_blob ca = { cfg->ca_data, cfg->ca_len, CURL_BLOB_NOCOPY };
         curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &ca);
@@ -285,6 +259,10 @@ static int prepare(struct kube_client *c, struct kube_call *call, struct err *er
         buf_release(&cert);
         buf_release(&key);
     }
+}
+
+static void set_headers(struct kube_call *call)
+{
     curl_slist_free_all(call->headers);
     call->headers = curl_slist_append(NULL, "Accept: application/json, */*");
     char *h = xasprintf("Content-Type: %s", call->ctype ? call->ctype : "application/json");
@@ -296,7 +274,40 @@ static int prepare(struct kube_client *c, struct kube_call *call, struct err *er
         free(h);
     }
     call->headers = curl_slist_append(call->headers, "User-Agent: trainyard/" TY_VERSION);
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, call->headers);
+    curl_easy_setopt(call->easy, CURLOPT_HTTPHEADER, call->headers);
+}
+
+/* Sets up call->easy for call's request with the current credentials. */
+static int prepare(struct kube_client *c, struct kube_call *call, struct err *err)
+{
+    free(call->token);
+    call->token = kube_auth_token(c->auth, err);
+    if (!call->token && err_is_set(err))
+        return -1;
+    CURL *e = call->easy;
+    char *url = xasprintf("%s%s", c->cfg->server, call->path);
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    free(url);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+    long t = call->timeout_ms == 0 ? DEFAULT_TIMEOUT_MS : call->timeout_ms;
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, t < 0 ? 0L : t);
+    curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, call->method);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, call->errbuf);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, call);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, call);
+    if (call->body) {
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, call->body);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(call->body));
+    } else if (!strcmp(call->method, "GET")) {
+        curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+    }
+    set_tls(c, e);
+    set_headers(call);
     buf_reset(&call->resp);
     call->errbuf[0] = '\0';
     count(c, call->method, call->path, 0);
