@@ -203,7 +203,7 @@ static const char *type_name(enum ftype t)
     return names[t];
 }
 
-/* Checks one string; returns a copy for the canonical document or NULL when bad. */
+/* Checks one string; returns it for the canonical document (a new reference) or NULL when bad. */
 static json_t *check_string(struct walk *w, const struct field *f, json_t *v)
 {
     const char *s = json_string_value(v);
@@ -222,7 +222,7 @@ static json_t *check_string(struct walk *w, const struct field *f, json_t *v)
     if (f->choices) {
         for (const char *const *c = f->choices; *c; c++)
             if (strcmp(*c, s) == 0)
-                return json_string(s);
+                return json_incref(v);
         struct buf list = BUF_INIT;
         for (const char *const *c = f->choices; *c; c++)
             buf_printf(&list, "%s\"%s\"", list.len ? ", " : "", *c);
@@ -235,7 +235,7 @@ static json_t *check_string(struct walk *w, const struct field *f, json_t *v)
         bad(w, "%s", msg);
         return NULL;
     }
-    return json_string(s);
+    return json_incref(v);
 }
 
 static json_t *check_int(struct walk *w, const struct field *f, json_t *v)
@@ -248,7 +248,7 @@ static json_t *check_int(struct walk *w, const struct field *f, json_t *v)
         bad(w, "%s", msg);
         return NULL;
     }
-    return json_integer(x);
+    return json_incref(v);
 }
 
 static json_t *check_quantity(struct walk *w, json_t *v)
@@ -259,7 +259,7 @@ static json_t *check_quantity(struct walk *w, json_t *v)
     if (json_is_real(v) && json_real_value(v) >= 0 && isfinite(json_real_value(v)))
         return json_sprintf("%g", json_real_value(v));
     if (json_is_string(v) && parse_quantity(json_string_value(v), &milli) == 0)
-        return json_string(json_string_value(v));
+        return json_incref(v);
     bad(w, "must be %s", type_name(T_QUANTITY));
     return NULL;
 }
