@@ -8,20 +8,6 @@
 source "$(dirname "$0")/lib.sh"
 ty_start
 
-# job NAME SCRIPT [EXTRA_JSON_MEMBERS]: submits `sh -c SCRIPT`; prints the id.
-job() {
-    submit "{\"name\":\"$1\",\"command\":[\"sh\",\"-c\",$(jq -Rn --arg s "$2" '$s')]${3:+,$3}}" | jq -r .id
-}
-# wait_end ID: waits (30 s at most) until the job ended.
-wait_end() {
-    for _ in $(seq 1 300); do
-        case $(api GET "/v1/jobs/$1" | jq -r .state) in
-        succeeded | failed | cancelled | preempted) return 0 ;;
-        esac
-        sleep 0.1
-    done
-    return 1
-}
 # line_at ID SEQ: the text of the log line with that sequence number.
 line_at() { api GET "/v1/jobs/$1/logs?after=$(($2 - 1))&limit=1&format=ndjson" | jq -r .line; }
 

@@ -8,9 +8,6 @@
 source "$(dirname "$0")/lib.sh"
 ty_start
 
-job() {
-    submit "{\"name\":\"$1\",\"command\":[\"sh\",\"-c\",$(jq -Rn --arg s "$2" '$s')]${3:+,$3}}" | jq -r .id
-}
 # first_true ID JQ SECONDS: waits until the job JSON satisfies JQ.
 first_true() {
     for _ in $(seq 1 $(($3 * 10))); do

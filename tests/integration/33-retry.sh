@@ -7,18 +7,6 @@
 source "$(dirname "$0")/lib.sh"
 ty_start
 
-job() {
-    submit "{\"name\":\"$1\",\"command\":[\"sh\",\"-c\",$(jq -Rn --arg s "$2" '$s')]${3:+,$3}}" | jq -r .id
-}
-wait_end() {
-    for _ in $(seq 1 300); do
-        case $(api GET "/v1/jobs/$1" | jq -r .state) in
-        succeeded | failed | cancelled | preempted) return 0 ;;
-        esac
-        sleep 0.1
-    done
-    return 1
-}
 # On the first attempt, print $1 and exit 1; later attempts report their environment.
 first_fails() {
     printf '%s' "echo \"attempt=\$TRAINYARD_RESTART_COUNT ckpt=\$TRAINYARD_CHECKPOINT_DIR\"

@@ -8,9 +8,6 @@ source "$(dirname "$0")/lib.sh"
 ty_start
 
 W="$TY_BUILD/trainyard-worker"
-job() {
-    submit "{\"name\":\"$1\",\"command\":[\"sh\",\"-c\",$(jq -Rn --arg s "$2" '$s')]${3:+,$3}}" | jq -r .id
-}
 # Each rank writes the token it was given, then waits.
 a=$(job tokens "echo \"\$TRAINYARD_TOKEN\" > $WORK/tok.\$RANK; sleep 30" '"procs_per_node":2')
 b=$(job other "echo \"\$TRAINYARD_TOKEN\" > $WORK/other.tok; sleep 30")

@@ -158,6 +158,22 @@ wait_state() {
     return 1
 }
 
+# job NAME SCRIPT [EXTRA_JSON_MEMBERS]: submits `sh -c SCRIPT`; prints the id.
+job() {
+    submit "{\"name\":\"$1\",\"command\":[\"sh\",\"-c\",$(jq -Rn --arg s "$2" '$s')]${3:+,$3}}" | jq -r .id
+}
+
+# wait_end ID: waits (30 s at most) until the job ended.
+wait_end() {
+    for _ in $(seq 1 300); do
+        case $(api GET "/v1/jobs/$1" | jq -r .state) in
+        succeeded | failed | cancelled | preempted) return 0 ;;
+        esac
+        sleep 0.1
+    done
+    return 1
+}
+
 # wait_logs_complete ID: waits until every line of a finished job is stored.
 wait_logs_complete() {
     for _ in $(seq 1 100); do
