@@ -288,7 +288,7 @@ static void reconcile(struct controller *c)
 
 /* Changes are reconciled in passes at least this far apart: a burst of submissions then costs
  * one pass per few milliseconds instead of one per job; a job starts at most this much later. */
-#define RECONCILE_GAP_NS (2 * NS_PER_MS)
+#define RECONCILE_GAP_NS (5 * NS_PER_MS)
 
 /* Waits for work: events to drain at once, changes once the gap has passed, else a tick. */
 static void wait_for_work(struct controller *c)

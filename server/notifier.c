@@ -27,7 +27,7 @@
 
 #define IDLE_NS         (5 * NS_PER_SEC)
 #define BUSY_NS         NS_PER_SEC /* due messages wait for a worker: re-check at least this often */
-#define PASS_GAP_NS     (5 * NS_PER_MS)
+#define PASS_GAP_NS     (20 * NS_PER_MS) /* a pass costs ~150 us of reads; messages wait <= this */
 #define EVENTS_PER_PASS 500
 
 struct flight {
@@ -305,35 +305,45 @@ static void sleep_for(struct notifier *n, int64_t ns)
     pthread_cond_timedwait(&n->cond, &n->lock, &ts);
 }
 
+/* Waits until the next pass may start: a burst of changes is read in passes PASS_GAP_NS apart,
+ * not one pass per change (the first change of a burst wakes the loop; it waits out the gap). */
+static void wait_gap(struct notifier *n, int64_t last_pass)
+{
+    int64_t gap;
+    while (!n->stop && !n->wake && n->ndirty > 0 &&
+           (gap = last_pass + PASS_GAP_NS - clock_mono_ns()) > 0)
+        sleep_for(n, gap);
+}
+
 static void *run(void *arg)
 {
     pthread_setname_np(pthread_self(), "ty-webhooks");
     struct notifier *n = arg;
     catch_up(n);
+    int64_t last_pass = 0;
     for (;;) {
-        int64_t started = clock_mono_ns();
         pthread_mutex_lock(&n->lock);
+        wait_gap(n, last_pass);
         int64_t *dirty = n->dirty;
         size_t ndirty = n->ndirty;
         n->dirty = NULL;
         n->ndirty = n->capdirty = 0;
         n->wake = false;
+        bool stop = n->stop;
         pthread_mutex_unlock(&n->lock);
+        if (stop) {
+            free(dirty);
+            break;
+        }
+        last_pass = clock_mono_ns();
         bool failed = ndirty > 0 && outbox_pass(n, dirty, ndirty);
         free(dirty);
         int64_t wait = dispatch(n);
         pthread_mutex_lock(&n->lock);
-        /* After a failed pass the retried jobs wait too, so a broken store is not spun on. A
-         * burst of changes is read in passes PASS_GAP_NS apart, not one pass per change. */
-        int64_t gap = started + PASS_GAP_NS - clock_mono_ns();
+        /* After a failed pass the retried jobs wait too, so a broken store is not spun on. */
         if (!n->stop && !n->wake && (n->ndirty == 0 || failed))
             sleep_for(n, wait);
-        else if (!n->stop && !n->wake && gap > 0)
-            sleep_for(n, gap);
-        bool stop = n->stop;
         pthread_mutex_unlock(&n->lock);
-        if (stop)
-            break;
     }
     return NULL;
 }
