@@ -26,7 +26,7 @@ count() { curl -s -H "Authorization: Bearer $token" "$url/metrics" | awk '/^trai
 
 t0=$(date +%s%N); start; t1=$(date +%s%N)
 echo "start-up (empty database): $(((t1 - t0) / 1000000)) ms; RSS idle: $(rss)"
-echo "-- POST /v1/jobs, 1 KB spec, 64 keep-alive connections, 10 s (wrk -t2 -c64)"
+echo "-- POST /v1/jobs, 640-byte spec, 64 keep-alive connections, 10 s (wrk -t2 -c64)"
 wrk -t2 -c64 -d10s --latency -s "$here/post-job.lua" "$url/v1/jobs" >"$work/wrk"
 grep -E 'Requests/sec|50%|90%|99%|non-2xx|requests in' "$work/wrk"
 answered=$(awk '/requests in/ {print $1}' "$work/wrk")

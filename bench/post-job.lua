@@ -1,4 +1,4 @@
--- wrk script: POST a realistic job spec (about 1 KB) with a bearer token. The jobs are
+-- wrk script: POST a realistic job spec (640 bytes) with a bearer token. The jobs are
 -- submitted suspended, so the benchmark measures the durable submission path, not processes.
 local token = os.getenv("TY_TOKEN") or ""
 wrk.method = "POST"
