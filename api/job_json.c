@@ -41,17 +41,7 @@ void job_json_progress(json_t *job, json_t *progress, bool stalled)
     json_object_set_new(job, "stalled", json_boolean(stalled));
 }
 
-json_t *job_json(const struct job *j, const struct rank *ranks, size_t nranks)
-{
-    json_t *spec = json_loads(j->spec, 0, NULL);
-    if (!spec)
-        spec = json_object();
-    json_t *o = job_json_spec(j, spec, ranks, nranks);
-    json_decref(spec);
-    return o;
-}
-
-json_t *job_json_spec(const struct job *j, json_t *spec, const struct rank *ranks, size_t nranks)
+json_t *job_json_base(const struct job *j, json_t *labels, const struct rank *ranks, size_t nranks)
 {
     json_t *o = json_object();
     json_object_set_new(o, "id", json_string(j->id));
@@ -71,11 +61,7 @@ json_t *job_json_spec(const struct job *j, json_t *spec, const struct rank *rank
     jsonx_set_time(o, "started_at", j->started_at);
     jsonx_set_time(o, "finished_at", j->finished_at);
     jsonx_set_time(o, "updated_at", j->updated_at);
-    json_t *labels = json_object_get(spec, "labels");
-    if (labels)
-        json_object_set(o, "labels", labels);
-    else
-        json_object_set_new(o, "labels", json_object());
+    json_object_set_new(o, "labels", labels ? json_incref(labels) : json_object());
     json_t *ff = j->first_failure ? json_loads(j->first_failure, 0, NULL) : NULL;
     json_object_set_new(o, "first_failure", ff ? ff : json_null());
     if (ranks) {
@@ -84,14 +70,12 @@ json_t *job_json_spec(const struct job *j, json_t *spec, const struct rank *rank
             json_array_append_new(arr, rank_json(&ranks[i]));
         json_object_set_new(o, "ranks", arr);
     }
-    json_object_set(o, "spec", spec);
     json_object_set_new(o, "links", links(j->id));
     return o;
 }
 
-void job_json_write(struct buf *out, json_t *job, const char *spec_text)
+void job_json_write(struct buf *out, const json_t *job, const char *spec_text)
 {
-    json_object_del(job, "spec");
     jsonx_dump(out, job);
     if (out->len == 0 || out->data[out->len - 1] != '}')
         return; /* not an object: nothing to splice into */

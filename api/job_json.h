@@ -10,15 +10,14 @@
 #include "api/api.h"
 #include "store/jobs.h"
 
-/* The job with its spec and, when ranks is not NULL, one entry per rank. New reference. */
-json_t *job_json(const struct job *job, const struct rank *ranks, size_t nranks);
-/* The same with the job's spec already parsed (borrowed; job->spec is not read). */
-json_t *job_json_spec(const struct job *job, json_t *spec, const struct rank *ranks, size_t nranks);
+/* The job as the API shows it, all but its spec (job_json_write adds the stored text): labels
+ * borrowed (NULL: none), one entry per rank when ranks is not NULL. New reference. */
+json_t *job_json_base(const struct job *job, json_t *labels, const struct rank *ranks,
+                      size_t nranks);
 json_t *rank_json(const struct rank *r);
-/* Writes a job document as JSON text with its "spec" member replaced by spec_text, the stored
- * canonical text, so that the largest part is copied rather than dumped again. Removes "spec"
- * from job. */
-void job_json_write(struct buf *out, json_t *job, const char *spec_text);
+/* Writes job_json_base's document as JSON text with "spec" set to spec_text, the stored
+ * canonical text: copied, never parsed and dumped again. */
+void job_json_write(struct buf *out, const json_t *job, const char *spec_text);
 /* Sets the job's "progress" (steals progress; NULL: null) and "stalled". */
 void job_json_progress(json_t *job, json_t *progress, bool stalled);
 

@@ -82,23 +82,30 @@ void jobs_submission_write(struct buf *out, const struct submission *s)
         ranks[r].state = RANK_PENDING;
         ranks[r].exit_code = -1;
     }
-    json_t *o = job_json_spec(&j, s->spec, ranks, (size_t)s->jn.nranks);
+    json_t *o = job_json_base(&j, json_object_get(s->spec, "labels"), ranks, (size_t)s->jn.nranks);
     job_json_progress(o, NULL, false);
     free(ranks);
     job_json_write(out, o, s->spec_text);
     json_decref(o);
 }
 
-/* The job as the API shows it, with its progress and stalled flag from the diagnosis. */
-static json_t *full_job_json(struct api *api, const struct job *j, const struct rank *ranks,
-                             size_t n)
+/* Writes a stored job as the API shows it, with its progress and stalled flag from the
+ * diagnosis; its spec is the stored text, not parsed. */
+static int write_job(struct buf *out, struct api *api, const struct job *j,
+                     const struct rank *ranks, size_t n, struct err *err)
 {
-    json_t *o = job_json(j, ranks, n);
+    json_t *labels = store_job_labels(api->store, j->pk, err);
+    if (!labels)
+        return -1;
+    json_t *o = job_json_base(j, labels, ranks, n);
     json_t *progress = NULL;
     bool stalled = false;
     store_diag_progress(api->store, j->pk, &progress, &stalled, NULL);
     job_json_progress(o, progress, stalled);
-    return o;
+    job_json_write(out, o, j->spec);
+    json_decref(o);
+    json_decref(labels);
+    return 0;
 }
 
 static void respond_job(struct request *req, struct response *res, int status, const char *id)
@@ -108,10 +115,11 @@ static void respond_job(struct request *req, struct response *res, int status, c
     struct job *j = store_job_get(req->api->store, id, &err);
     struct rank *ranks = NULL;
     size_t n = 0;
-    if (j && store_ranks_get(req->api->store, j->pk, &ranks, &n, &err) == 0)
-        response_json_new(res, status, full_job_json(req->api, j, ranks, n));
+    if (j && store_ranks_get(req->api->store, j->pk, &ranks, &n, &err) == 0 &&
+        write_job(response_json_body(res, status), req->api, j, ranks, n, &err) == 0)
+        buf_putc(&res->body, '\n');
     else
-        problem_respond(req, res, &err);
+        problem_respond(req, res, &err); /* replaces whatever was written */
     ranks_free(ranks, n);
     job_free(j);
     err_release(&err);
@@ -416,16 +424,21 @@ void jobs_list(struct request *req, struct response *res)
     int64_t next = 0;
     if (store_job_list(req->api->store, &f, &jobs, &n, &next, &err) < 0)
         goto fail;
-    json_t *items = json_array();
-    for (size_t i = 0; i < n; i++)
-        json_array_append_new(items, full_job_json(req->api, jobs[i], NULL, 0));
-    json_t *out = json_pack("{s:o}", "items", items);
-    if (next)
-        json_object_set_new(out, "next_cursor", json_sprintf("c%lld", (long long)next));
-    else
-        json_object_set_new(out, "next_cursor", json_null());
-    response_json_new(res, 200, out);
+    struct buf *out = response_json_body(res, 200);
+    buf_puts(out, "{\"items\":[");
+    for (size_t i = 0; i < n && !err_is_set(&err); i++) {
+        if (i)
+            buf_putc(out, ',');
+        write_job(out, req->api, jobs[i], NULL, 0, &err);
+    }
     jobs_free(jobs, n);
+    if (err_is_set(&err))
+        goto fail;
+    buf_puts(out, "],\"next_cursor\":");
+    if (next)
+        buf_printf(out, "\"c%lld\"}\n", (long long)next);
+    else
+        buf_puts(out, "null}\n");
     selector_free(labels, f.nlabels);
     return;
 fail:
