@@ -6,6 +6,7 @@
 # TY_SERVE_FLAGS adds daemon flags (e.g. --diagnosis=off to measure ingest without analysis).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
 build=${TY_BUILD:-$here/../build}
 lines=${1:-1000000}
 ranks=${2:-2}
@@ -36,14 +37,7 @@ total=$((lines * ranks))
 echo "raw cat to files: ${raw_ms} ms = $((total * 1000 / (raw_ms > 0 ? raw_ms : 1))) lines/s"
 rm -f "$work"/cat.*
 
-"$build/trainyard" serve --listen 127.0.0.1:0 --data-dir "$work/data" --auth=off \
-    --local-slots "$ranks" --log-level warn ${TY_SERVE_FLAGS:-} >"$work/out" 2>"$work/err" &
-pid=$!
-for _ in $(seq 1 300); do
-    url=$(grep -o 'http://[0-9.:]*' "$work/out" 2>/dev/null | head -1 || true)
-    [ -n "$url" ] && curl -sf "$url/readyz" >/dev/null 2>&1 && break
-    sleep 0.01
-done
+serve "$work" --auth=off --local-slots "$ranks" ${TY_SERVE_FLAGS:-}
 cpu() { awk '{print $14 + $15}' /proc/$pid/stat; }
 c0=$(cpu)
 t0=$(date +%s%N)

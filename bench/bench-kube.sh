@@ -9,6 +9,7 @@
 # EXTRA: more `trainyard serve` flags)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
 build=${TY_BUILD:-$here/../build}
 jobs=${JOBS:-1000}
 pods=${PODS:-8}
@@ -25,14 +26,7 @@ trap '[ -n "$pid" ] && kill $pid 2>/dev/null; [ -n "$kpid" ] && kill $kpid 2>/de
 kpid=$!
 for _ in $(seq 1 200); do [ -s "$work/kurl" ] && break; sleep 0.05; done
 kurl=$(head -1 "$work/kurl")
-TRAINYARD_ADMIN_TOKEN=$token "$build/trainyard" serve --listen 127.0.0.1:0 --data-dir "$work/data" \
-    --log-level warn --executor kubernetes --kubeconfig "$work/kc" ${EXTRA:-} >"$work/out" 2>"$work/err" &
-pid=$!
-for _ in $(seq 1 600); do
-    url=$(grep -o 'http://[0-9.:]*' "$work/out" 2>/dev/null | head -1 || true)
-    [ -n "$url" ] && curl -sf "$url/readyz" >/dev/null 2>&1 && break
-    sleep 0.05
-done
+TRAINYARD_ADMIN_TOKEN=$token serve "$work" --executor kubernetes --kubeconfig "$work/kc" ${EXTRA:-}
 api() { curl -s -H "Authorization: Bearer $token" "$@"; }
 metric() { api "$url/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
 kreqs() { curl -s "$kurl/_test/state" | jq .requests; }

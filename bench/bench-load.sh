@@ -5,7 +5,7 @@
 #     end by a client that must receive every line;
 #   - a probe job printing its write time every 20 ms, followed by 50 SSE clients
 #     (bench_follow: write-to-follower latency);
-#   - wrk at fixed rates: POST /v1/jobs (suspended, 1 KB spec), GET /v1/jobs/{id}, list pages
+#   - wrk at fixed rates: POST /v1/jobs (suspended, 640-byte spec), GET /v1/jobs/{id}, list pages
 #     (with a state and label selector), log tails, log searches.
 # Prints per request kind the rate, p50/p90/p99 and errors; the daemon's RSS, threads and open
 # files and the bounded caches every 5 s, and whether memory outside those caches levelled off.
@@ -13,6 +13,7 @@
 # Usage: bench/bench-load.sh (TY_BUILD defaults to build/; needs wrk, jq, curl)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
 build=${TY_BUILD:-$here/../build}
 secs=${LOAD_SECONDS:-180}
 work=$(mktemp -d /tmp/bench-load.XXXXXX)
@@ -34,14 +35,7 @@ done
 [ -x "$build/trainyard" ] || cmake --build "$build" --target trainyard >/dev/null
 
 load0=$(cut -d" " -f1-3 /proc/loadavg)
-TRAINYARD_ADMIN_TOKEN=$token "$build/trainyard" serve --listen 127.0.0.1:0 --data-dir "$work/data" \
-    --local-slots 64 --max-followers 200 --stop-grace 2s --log-level warn >"$work/out" 2>"$work/err" &
-pid=$!
-for _ in $(seq 1 300); do
-    url=$(grep -o 'http://[0-9.:]*' "$work/out" 2>/dev/null | head -1 || true)
-    [ -n "$url" ] && curl -sf "$url/readyz" >/dev/null 2>&1 && break
-    sleep 0.02
-done
+TRAINYARD_ADMIN_TOKEN=$token serve "$work" --local-slots 64 --max-followers 200 --stop-grace 2s
 api() { curl -s -H "Authorization: Bearer $token" "$@"; }
 submit() { api -X POST -H 'Content-Type: application/json' -d "$1" "$url/v1/jobs" | jq -r '.id // empty'; }
 

@@ -5,6 +5,7 @@
 # Usage: bench/bench-submit-cpu.sh [ROUNDS] BUILD_DIR...   (default: 3 rounds of $TY_BUILD or build/)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
 rounds=3
 if [[ ${1:-} =~ ^[0-9]+$ ]]; then
     rounds=$1
@@ -24,14 +25,7 @@ cpu_by_thread() {
 one_run() {
     local build=$1 work pid url
     work=$(mktemp -d /tmp/bench-submit-cpu.XXXXXX)
-    TRAINYARD_ADMIN_TOKEN=$token "$build/trainyard" serve --listen 127.0.0.1:0 \
-        --data-dir "$work/data" --log-level warn >"$work/out" 2>"$work/err" &
-    pid=$!
-    for _ in $(seq 1 300); do
-        url=$(grep -o 'http://[0-9.:]*' "$work/out" 2>/dev/null | head -1 || true)
-        [ -n "$url" ] && curl -sf "$url/readyz" >/dev/null 2>&1 && break
-        sleep 0.02
-    done
+    TRAINYARD_ADMIN_TOKEN=$token serve "$work"
     wrk -t2 -c64 -d2s -s "$here/post-job.lua" "$url/v1/jobs" >/dev/null # warm-up
     cpu_by_thread $pid >"$work/before"
     wrk -t2 -c64 -d8s --latency -s "$here/post-job.lua" "$url/v1/jobs" >"$work/wrk"

@@ -4,6 +4,7 @@
 # (TY_BUILD defaults to build/; wrk from Debian is the load generator, on the same 2 cores).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
 build=${TY_BUILD:-$here/../build}
 work=$(mktemp -d /tmp/bench-submit.XXXXXX)
 token=ty_benchadmintoken0123456789abcdefghijk
@@ -11,15 +12,7 @@ export TY_TOKEN=$token
 pid=""
 trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$work"' EXIT
 start() {
-    TRAINYARD_ADMIN_TOKEN=$token "$build/trainyard" serve --listen 127.0.0.1:${port:-0} \
-        --data-dir "$work/data" --log-level warn >"$work/out" 2>"$work/err" &
-    pid=$!
-    for _ in $(seq 1 600); do
-        url=$(grep -o 'http://[0-9.:]*' "$work/out" 2>/dev/null | head -1 || true)
-        [ -n "$url" ] && curl -sf "$url/readyz" >/dev/null 2>&1 && return 0
-        sleep 0.01
-    done
-    return 1
+    TRAINYARD_ADMIN_TOKEN=$token serve "$work"
 }
 rss() { awk '/VmRSS/ {printf "%.1f MiB", $2 / 1024}' /proc/$pid/status; }
 count() { curl -s -H "Authorization: Bearer $token" "$url/metrics" | awk '/^trainyard_jobs\{/ {n += $2} END {print n}'; }
