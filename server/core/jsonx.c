@@ -5,45 +5,6 @@
 #include "server/core/utf8.h"
 #include "server/core/xalloc.h"
 
-/* Finds the nesting depth of JSON text without parsing it; strings are skipped. */
-static int json_depth_ok(const char *p, size_t len, int max_depth)
-{
-    int depth = 0;
-    bool in_string = false;
-    for (size_t i = 0; i < len; i++) {
-        char c = p[i];
-        if (in_string) {
-            if (c == '\\')
-                i++;
-            else if (c == '"')
-                in_string = false;
-        } else if (c == '"') {
-            in_string = true;
-        } else if (c == '[' || c == '{') {
-            if (++depth > max_depth)
-                return 0;
-        } else if (c == ']' || c == '}') {
-            depth--;
-        }
-    }
-    return 1;
-}
-
-json_t *jsonx_loadb(const char *data, size_t len, int max_depth, struct err *err)
-{
-    if (!json_depth_ok(data, len, max_depth)) {
-        err_set(err, ERR_INVALID, "JSON nested deeper than %d levels", max_depth);
-        return NULL;
-    }
-    json_error_t jerr;
-    json_t *v =
-        json_loadb(data, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_ANY, &jerr);
-    if (!v)
-        err_set(err, ERR_INVALID, "invalid JSON at line %d column %d: %s", jerr.line, jerr.column,
-                jerr.text);
-    return v;
-}
-
 static int dump_cb(const char *data, size_t size, void *ctx)
 {
     buf_append(ctx, data, size);

@@ -1,6 +1,6 @@
 /*
- * jsonx: small helpers around jansson used across the tree: bounded parsing (depth and size are
- * checked before jansson sees the text), compact dumping into a buf, and typed lookups.
+ * jsonx: small helpers around jansson used across the tree: bounded parsing (our own parser,
+ * building jansson values), compact dumping into a buf, and typed lookups.
  * Ownership follows jansson: functions returning json_t * hand over a new reference.
  */
 #ifndef TY_JSONX_H
@@ -15,8 +15,9 @@
 
 #define JSONX_MAX_DEPTH_DEFAULT 32
 
-/* Parses len bytes. Rejects nesting deeper than max_depth and text that is not one JSON value.
- * ERR_INVALID with position on failure. Returns a new reference. */
+/* Parses len bytes of strict JSON (RFC 8259: UTF-8, no duplicate keys, any value at the top).
+ * Rejects nesting deeper than max_depth and text that is not one JSON value. ERR_INVALID with
+ * line and column on failure. Returns a new reference. (jsonx_parse.c) */
 json_t *jsonx_loadb(const char *data, size_t len, int max_depth, struct err *err);
 /* Appends the compact form of v (keys in insertion order) to out. */
 void jsonx_dump(struct buf *out, const json_t *v);

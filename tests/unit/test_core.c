@@ -128,6 +128,109 @@ static void test_utf8_and_escape(void)
     buf_release(&b);
 }
 
+/* Parses text with jsonx_loadb and with jansson (the flags jsonx_loadb promises to match): both
+ * reject it, or both build equal values. Returns 1 when ours accepted it. */
+static int parses_like_jansson(const char *text, size_t len)
+{
+    struct err err;
+    err_init(&err);
+    json_t *ours = jsonx_loadb(text, len, 64, &err);
+    json_t *theirs =
+        json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_ANY, NULL);
+    if (!ours != !theirs || (ours && !json_equal(ours, theirs)))
+        fprintf(stderr, "parsed unlike jansson (ours %s): %.*s\n", ours ? "accepted" : "rejected",
+                (int)len, text);
+    CHECK(!ours == !theirs);
+    CHECK(!ours || json_equal(ours, theirs));
+    CHECK(ours || (err.code == ERR_INVALID && strstr(err.msg, "invalid JSON at line")));
+    int accepted = ours != NULL;
+    json_decref(ours);
+    json_decref(theirs);
+    err_release(&err);
+    return accepted;
+}
+
+static void test_jsonx_parse(void)
+{
+    static const char *const good[] = {
+        "{}",
+        " [ ] ",
+        "0",
+        "-0",
+        "-0.0",
+        "1.5e+3",
+        "2E-2",
+        "9223372036854775807",
+        "-9223372036854775808",
+        "1e-400",
+        "\"\"",
+        "\"a\\\"b\\\\c\\/d\\b\\f\\n\\r\\t\"",
+        "\"\\u00e9\\u20AC\\ud83d\\ude00\"",
+        "\"\\u0000x\"",
+        "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"",
+        "{\"a\":{\"b\":[true,false,null,{\"c\":\"d\"}]},\"e\":-12}",
+        "{\"\\u0061\":1,\"b\":2}",
+        "[1,\"x\",[[]],{}]\n",
+        "\t{\r\n\"k\" : \"v\" }\n",
+    };
+    static const char *const bad[] = {
+        "",
+        " ",
+        "{",
+        "[1,]",
+        "{\"a\":1,}",
+        "{\"a\" 1}",
+        "{a:1}",
+        "[1 2]",
+        "01",
+        "1.",
+        ".5",
+        "1e",
+        "-",
+        "+1",
+        "1x",
+        "tru",
+        "truex",
+        "nul",
+        "NaN",
+        "Infinity",
+        "[1]]",
+        "{} {}",
+        "\"abc",
+        "\"\\x\"",
+        "\"\\u12G4\"",
+        "\"\\ud83d\"",
+        "\"\\ude00\"",
+        "\"\\ud83d\\u0041\"",
+        "\"a\tb\"",
+        "\"\xc0\xaf\"",
+        "\"\xed\xa0\x80\"",
+        "\"\xff\"",
+        "\xef\xbb\xbf{}",
+        "{\"a\":1,\"a\":2}",
+        "{\"a\":1,\"\\u0061\":2}",
+        "{\"a\\u0000\":1}",
+        "9223372036854775808",
+        "-9223372036854775809",
+        "1e400",
+        "[\"a\",]",
+        "'a'",
+    };
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+        CHECK(parses_like_jansson(good[i], strlen(good[i])) == 1);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        CHECK(parses_like_jansson(bad[i], strlen(bad[i])) == 0);
+    CHECK(parses_like_jansson("\"a\0b\"", 5) == 0); /* a raw NUL byte in a string */
+    /* jansson takes a NUL byte after a number for the end of the input; a NUL is never JSON. */
+    CHECK(jsonx_loadb("[1\0]", 4, 8, NULL) == NULL);
+    /* Errors say where: line 2, column 6 is the 2 that stands where the colon belongs. */
+    struct err err;
+    err_init(&err);
+    CHECK(jsonx_loadb("{\"a\":1,\n \"b\" 2}", 16, 8, &err) == NULL);
+    CHECK_STR(err.msg, "invalid JSON at line 2 column 6: ':' expected");
+    err_release(&err);
+}
+
 /* jsonx_dump must write exactly what jansson's compact dump writes: stored specs are hashed. */
 static void test_jsonx_dump_matches_jansson(void)
 {
@@ -166,6 +269,7 @@ static void test_jsonx_dump_matches_jansson(void)
 static void test_jsonx(void)
 {
     test_jsonx_dump_matches_jansson();
+    test_jsonx_parse();
     struct err err;
     err_init(&err);
     CHECK(jsonx_loadb("[[[[1]]]]", 9, 3, &err) == NULL);
