@@ -114,9 +114,13 @@ void system_metrics(struct request *req, struct response *res)
                "trainyard_store_writes_total %llu\n"
                "# HELP trainyard_store_failed_commits_total Transactions that failed.\n"
                "# TYPE trainyard_store_failed_commits_total counter\n"
-               "trainyard_store_failed_commits_total %llu\n",
+               "trainyard_store_failed_commits_total %llu\n"
+               "# HELP trainyard_store_rerun_batches_total Batches run again with a savepoint per "
+               "write because one write failed half-way.\n"
+               "# TYPE trainyard_store_rerun_batches_total counter\n"
+               "trainyard_store_rerun_batches_total %llu\n",
                (unsigned long long)st.commits, (unsigned long long)st.writes,
-               (unsigned long long)st.failed_commits);
+               (unsigned long long)st.failed_commits, (unsigned long long)st.rerun_batches);
     buf_printf(b,
                "# HELP trainyard_sqlite_memory_bytes SQLite's heap, mostly page caches (bounded).\n"
                "# TYPE trainyard_sqlite_memory_bytes gauge\ntrainyard_sqlite_memory_bytes %llu\n"

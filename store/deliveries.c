@@ -183,6 +183,8 @@ static int apply_record(struct conn *c, void *arg, struct err *err)
     const struct delivery_new *d = op->d;
     struct delivery_recorded *out = op->out;
     memset(out, 0, sizeof(*out));
+    for (size_t i = 0; i < d->nobjects; i++)
+        d->objects[i].is_new = false;
     bool dup;
     if (seen_before(c, d, &dup, err) < 0 || insert_log(c, d, dup, &out->pk, err) < 0)
         return -1;

@@ -71,7 +71,11 @@ const char *col_text(sqlite3_stmt *s, int i);
 const char *col_text_or_null(sqlite3_stmt *s, int i);
 int64_t col_int(sqlite3_stmt *s, int i);
 
-/* Runs apply on the writer thread inside the group transaction and waits for COMMIT. */
+/* Runs apply on the writer thread inside the group transaction and waits for COMMIT. apply may
+ * run twice: when another write of its batch fails half-way, the batch is rolled back and run
+ * again (writer.c). So apply computes everything it writes into arg afresh on each run (resets
+ * its outputs first) and leaves effects outside the database to after COMMIT. A failing apply
+ * that changed no row costs the batch nothing. */
 typedef int (*store_apply_fn)(struct conn *c, void *arg, struct err *err);
 int store_write_wait(struct store *st, store_apply_fn apply, void *arg, struct err *err);
 /* The same without waiting: done(ctx, rc, err) runs on the writer thread after COMMIT. arg must

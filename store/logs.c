@@ -297,6 +297,7 @@ static int append_job(struct conn *c, struct log_append *a, struct err *err)
 {
     struct log_stats st;
     int64_t unsealed;
+    a->first_seq = a->last_seq = 0;
     if (state_get(c, a->job_pk, &st, &unsealed, err) < 0 || add_sources(c, a, err) < 0)
         return -1;
     if (a->n == 0)

@@ -48,6 +48,7 @@ struct store_stats {
     uint64_t commits;
     uint64_t writes;
     uint64_t failed_commits;
+    uint64_t rerun_batches; /* run again with a savepoint per write: one failed half-way */
     uint64_t max_batch_seen;
     /* Memory of the bounded caches, so that a load test can tell them from a leak: SQLite's
      * heap (page caches: at most the cache_size of each connection) and the log line cache. */

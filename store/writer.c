@@ -1,8 +1,15 @@
 /*
  * writer: the one thread that writes. Callers queue writes; the thread takes everything queued
- * (up to max_batch), runs each inside its own SAVEPOINT of one transaction, COMMITs once, then
- * reports each write's outcome. Under load batches grow by themselves, so the commit cost (an
- * fsync with synchronous=FULL) is shared by many writes; a failed write rolls back only itself.
+ * (up to max_batch), runs them in one transaction, COMMITs once, then reports each write's
+ * outcome. Under load batches grow by themselves, so the commit cost (an fsync with
+ * synchronous=FULL) is shared by many writes.
+ *
+ * A failed write must not take the others down with it. Writes first run back to back: one that
+ * fails before changing a row (not found, conflict: the usual failures) is simply failed. Only
+ * when one fails half-way is the batch rolled back and run again with each write inside its own
+ * SAVEPOINT, so that it rolls back alone. Savepoints are not the default because each copies
+ * every page its write touches (a third of a submission's cost in the writer); the price is that
+ * an apply function may run twice, so it computes its outputs afresh each time (internal.h).
  */
 #include <pthread.h>
 #include <stdbool.h>
@@ -73,9 +80,15 @@ static int savepoint(struct conn *c, int which, struct err *err)
     return s ? sql_exec_stmt(c, s, err, savepoint_sql[which]) : -1;
 }
 
-static void run_one(struct writer *w, struct wop *op)
+/* The transaction is gone: SQLite rolls back by itself on some errors (disk full, I/O). */
+static bool tx_lost(struct conn *c)
 {
-    err_init(&op->err);
+    return sqlite3_get_autocommit(c->db) != 0;
+}
+
+/* One write inside its own savepoint: a failure rolls back this write alone. */
+static void run_one_careful(struct writer *w, struct wop *op)
+{
     if (savepoint(w->conn, W_SAVEPOINT, &op->err) < 0) {
         op->rc = -1;
         return;
@@ -94,6 +107,49 @@ static void run_one(struct writer *w, struct wop *op)
         err_move(&op->err, &release);
     }
     err_release(&release);
+}
+
+enum run_outcome { RUN_DONE, RUN_HALF_WAY, RUN_TX_LOST };
+
+/* Runs the writes, each in a savepoint (careful) or back to back. Stops at a write that failed
+ * half-way (back to back only) or that lost the transaction. */
+static enum run_outcome run_writes(struct writer *w, struct wop *batch, bool careful)
+{
+    sqlite3 *db = w->conn->db;
+    for (struct wop *op = batch; op; op = op->next) {
+        err_release(&op->err);
+        op->rc = 0;
+        int64_t before = sqlite3_total_changes64(db);
+        if (careful)
+            run_one_careful(w, op);
+        else
+            op->rc = op->apply(w->conn, op->arg, &op->err);
+        if (op->rc < 0 && tx_lost(w->conn))
+            return RUN_TX_LOST;
+        if (op->rc < 0 && !careful && sqlite3_total_changes64(db) != before)
+            return RUN_HALF_WAY;
+    }
+    return RUN_DONE;
+}
+
+/* Runs the batch back to back, or again with savepoints if a write failed half-way (*rerun).
+ * Returns -1 with err set when the transaction is lost or cannot begin again. */
+static int run_writes_in_tx(struct writer *w, struct wop *batch, bool *rerun, struct err *err)
+{
+    enum run_outcome r = run_writes(w, batch, false);
+    *rerun = r == RUN_HALF_WAY;
+    if (r == RUN_HALF_WAY) {
+        if (sql_exec(w->conn, "ROLLBACK", err) < 0 || sql_exec(w->conn, "BEGIN IMMEDIATE", err) < 0)
+            return -1;
+        r = run_writes(w, batch, true);
+    }
+    if (r == RUN_TX_LOST) {
+        err_set(err, ERR_UNAVAILABLE, "the database rolled the batch back: %s",
+                sqlite3_errmsg(w->conn->db));
+        err->retry_after = 1;
+        return -1;
+    }
+    return 0;
 }
 
 /* Marks every write of the batch failed with a copy of the transaction's error. */
@@ -154,6 +210,7 @@ static void run_batch(struct writer *w, struct wop *batch)
     struct err txerr;
     err_init(&txerr);
     int n = 0;
+    bool rerun = false;
     for (struct wop *op = batch; op; op = op->next) {
         op->rc = 0;
         err_init(&op->err);
@@ -166,9 +223,8 @@ static void run_batch(struct writer *w, struct wop *batch)
         fail_batch(batch, &txerr);
     } else {
         set_locked(w, false);
-        for (struct wop *op = batch; op; op = op->next)
-            run_one(w, op);
-        if (sql_exec(w->conn, "COMMIT", &txerr) < 0) {
+        if (run_writes_in_tx(w, batch, &rerun, &txerr) < 0 ||
+            sql_exec(w->conn, "COMMIT", &txerr) < 0) {
             struct err ignore;
             err_init(&ignore);
             sql_exec(w->conn, "ROLLBACK", &ignore);
@@ -179,6 +235,7 @@ static void run_batch(struct writer *w, struct wop *batch)
     pthread_mutex_lock(&w->lock);
     w->stats.commits++;
     w->stats.writes += (uint64_t)n;
+    w->stats.rerun_batches += rerun;
     if (err_is_set(&txerr))
         w->stats.failed_commits++;
     if ((uint64_t)n > w->stats.max_batch_seen)
