@@ -1,5 +1,5 @@
 /*
- * job_json: a job as the API shows it (GET /v1/jobs/{id}, list items, webhook payloads).
+ * job_json: a job as the API shows it (201, GET /v1/jobs/{id}, list items).
  */
 #ifndef TY_JOB_JSON_H
 #define TY_JOB_JSON_H
@@ -10,16 +10,17 @@
 #include "api/api.h"
 #include "store/jobs.h"
 
-/* The job as the API shows it, all but its spec (job_json_write adds the stored text): labels
- * borrowed (NULL: none), one entry per rank when ranks is not NULL. New reference. */
-json_t *job_json_base(const struct job *job, json_t *labels, const struct rank *ranks,
-                      size_t nranks);
-json_t *rank_json(const struct rank *r);
-/* Writes job_json_base's document as JSON text with "spec" set to spec_text, the stored
- * canonical text: copied, never parsed and dumped again. */
-void job_json_write(struct buf *out, const json_t *job, const char *spec_text);
-/* Sets the job's "progress" (steals progress; NULL: null) and "stalled". */
-void job_json_progress(json_t *job, json_t *progress, bool stalled);
+/* What a job's JSON shows besides its row. */
+struct job_view {
+    const json_t *labels;     /* NULL: none */
+    const struct rank *ranks; /* NULL: no "ranks" member (list items) */
+    size_t nranks;
+    const json_t *progress; /* from the diagnosis; NULL: null */
+    bool stalled;
+};
+/* Writes the job as the API shows it; "spec" is the stored canonical text, copied, never parsed
+ * and dumped again. */
+void job_json_write(struct buf *out, const struct job *job, const struct job_view *view);
 
 /* The job named by the path's first parameter (caller frees with job_free); NULL with the
  * response set (problem+json) when there is none. */

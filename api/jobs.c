@@ -82,11 +82,11 @@ void jobs_submission_write(struct buf *out, const struct submission *s)
         ranks[r].state = RANK_PENDING;
         ranks[r].exit_code = -1;
     }
-    json_t *o = job_json_base(&j, json_object_get(s->spec, "labels"), ranks, (size_t)s->jn.nranks);
-    job_json_progress(o, NULL, false);
+    struct job_view v = { .labels = json_object_get(s->spec, "labels"),
+                          .ranks = ranks,
+                          .nranks = (size_t)s->jn.nranks };
+    job_json_write(out, &j, &v);
     free(ranks);
-    job_json_write(out, o, s->spec_text);
-    json_decref(o);
 }
 
 /* Writes a stored job as the API shows it, with its progress and stalled flag from the
@@ -97,13 +97,12 @@ static int write_job(struct buf *out, struct api *api, const struct job *j,
     json_t *labels = store_job_labels(api->store, j->pk, err);
     if (!labels)
         return -1;
-    json_t *o = job_json_base(j, labels, ranks, n);
+    struct job_view v = { .labels = labels, .ranks = ranks, .nranks = n };
     json_t *progress = NULL;
-    bool stalled = false;
-    store_diag_progress(api->store, j->pk, &progress, &stalled, NULL);
-    job_json_progress(o, progress, stalled);
-    job_json_write(out, o, j->spec);
-    json_decref(o);
+    store_diag_progress(api->store, j->pk, &progress, &v.stalled, NULL);
+    v.progress = progress;
+    job_json_write(out, j, &v);
+    json_decref(progress);
     json_decref(labels);
     return 0;
 }
@@ -174,7 +173,8 @@ struct submission *jobs_submission_new(struct api *api, const json_t *doc,
     s->spec = spec;
     s->spec_text = jsonx_dumps(spec);
     sortid_new(s->id);
-    crypto_sha256_hex(s->spec_text, strlen(s->spec_text), s->hash);
+    if (o->idempotency_key && !o->idempotency_hash) /* the hash only matters with a key */
+        crypto_sha256_hex(s->spec_text, strlen(s->spec_text), s->hash);
     s->idem_key = dup_or_null(o->idempotency_key);
     s->idem_hash = dup_or_null(o->idempotency_hash);
     s->owner = xstrdup(o->owner ? o->owner : "");

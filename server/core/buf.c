@@ -44,7 +44,22 @@ void buf_puts(struct buf *b, const char *s)
 
 void buf_putc(struct buf *b, char c)
 {
-    buf_append(b, &c, 1);
+    if (b->len + 2 > b->cap) /* the character and the terminating NUL */
+        buf_reserve(b, 1);
+    b->data[b->len++] = c;
+    b->data[b->len] = '\0';
+}
+
+void buf_put_int(struct buf *b, int64_t v)
+{
+    char digits[24], *p = digits + sizeof(digits);
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    do
+        *--p = (char)('0' + u % 10);
+    while (u /= 10);
+    if (v < 0)
+        *--p = '-';
+    buf_append(b, p, (size_t)(digits + sizeof(digits) - p));
 }
 
 void buf_vprintf(struct buf *b, const char *fmt, va_list ap)

@@ -8,6 +8,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct buf {
     char *data; /* NULL until the first append; buf_cstr() never returns NULL */
@@ -26,6 +27,8 @@ void buf_reserve(struct buf *b, size_t extra);
 void buf_append(struct buf *b, const void *data, size_t len);
 void buf_puts(struct buf *b, const char *s);
 void buf_putc(struct buf *b, char c);
+/* Appends v in decimal (printf's %lld without the cost of printf). */
+void buf_put_int(struct buf *b, int64_t v);
 void buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void buf_vprintf(struct buf *b, const char *fmt, va_list ap);
 void buf_reset(struct buf *b);

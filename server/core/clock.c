@@ -19,18 +19,65 @@ int64_t clock_mono_ns(void)
     return (int64_t)ts.tv_sec * NS_PER_SEC + ts.tv_nsec;
 }
 
+/* Writes v as n digits (zero-padded) at p; returns the end. */
+static char *put_digits(char *p, long v, int n)
+{
+    for (int i = n - 1; i >= 0; i--, v /= 10)
+        p[i] = (char)('0' + v % 10);
+    return p + n;
+}
+
+/* Year, month and day of a day count since 1970-01-01 in the proleptic Gregorian calendar
+ * (Howard Hinnant's civil_from_days): gmtime_r takes glibc's time zone lock on every call, and
+ * every job, rank, event and log line in an answer has times. */
+static void civil_from_days(int64_t z, long *y, int *m, int *d)
+{
+    z += 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    int64_t doe = z - era * 146097;
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    int64_t mp = (5 * doy + 2) / 153;
+    *d = (int)(doy - (153 * mp + 2) / 5 + 1);
+    *m = (int)(mp < 10 ? mp + 3 : mp - 9);
+    *y = (long)(yoe + era * 400 + (*m <= 2));
+}
+
 char *clock_format(int64_t ns, char *out)
 {
-    time_t sec = (time_t)(ns / NS_PER_SEC);
-    long frac = (long)(ns % NS_PER_SEC);
+    int64_t sec = ns / NS_PER_SEC, frac = ns % NS_PER_SEC;
     if (frac < 0) {
         frac += NS_PER_SEC;
         sec -= 1;
     }
-    struct tm tm;
-    gmtime_r(&sec, &tm);
-    snprintf(out, CLOCK_RFC3339_MAX, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", tm.tm_year + 1900,
-             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac / 1000);
+    int64_t days = sec / 86400, rem = sec % 86400;
+    if (rem < 0) {
+        rem += 86400;
+        days -= 1;
+    }
+    long year;
+    int month, day;
+    civil_from_days(days, &year, &month, &day);
+    if (year < 0 || year > 9999) { /* outside RFC 3339: written as C would */
+        snprintf(out, CLOCK_RFC3339_MAX, "%04ld-%02d-%02dT%02d:%02d:%02d.%06ldZ", year, month, day,
+                 (int)(rem / 3600), (int)(rem / 60 % 60), (int)(rem % 60), (long)(frac / 1000));
+        return out;
+    }
+    char *p = put_digits(out, year, 4);
+    *p++ = '-';
+    p = put_digits(p, month, 2);
+    *p++ = '-';
+    p = put_digits(p, day, 2);
+    *p++ = 'T';
+    p = put_digits(p, (long)(rem / 3600), 2);
+    *p++ = ':';
+    p = put_digits(p, (long)(rem / 60 % 60), 2);
+    *p++ = ':';
+    p = put_digits(p, (long)(rem % 60), 2);
+    *p++ = '.';
+    p = put_digits(p, (long)(frac / 1000), 6);
+    *p++ = 'Z';
+    *p = '\0';
     return out;
 }
 

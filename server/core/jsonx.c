@@ -13,9 +13,22 @@ static int dump_cb(const char *data, size_t size, void *ctx)
 
 /* A string as jansson writes it: '"' and '\\' escaped, control characters as \b \f \n \r \t or
  * \u00XX, everything else (UTF-8 included) as it is. Runs without escapes are copied at once. */
-static void dump_string(struct buf *out, const char *s, size_t len)
+void jsonx_dump_string(struct buf *out, const char *s, size_t len)
 {
     static const char hex[] = "0123456789ABCDEF";
+    size_t plain = 0;
+    while (plain < len && (unsigned char)s[plain] >= 0x20 && s[plain] != '"' && s[plain] != '\\')
+        plain++;
+    if (plain == len) { /* nothing to escape: the usual case, one copy */
+        buf_reserve(out, len + 2);
+        char *d = out->data + out->len;
+        d[0] = '"';
+        memcpy(d + 1, s, len);
+        d[len + 1] = '"';
+        out->len += len + 2;
+        out->data[out->len] = '\0';
+        return;
+    }
     buf_putc(out, '"');
     size_t run = 0;
     for (size_t i = 0; i < len; i++) {
@@ -74,7 +87,7 @@ static void dump_value(struct buf *out, const json_t *v, int depth)
         for (void *it = json_object_iter(m), *first = it; it; it = json_object_iter_next(m, it)) {
             if (it != first)
                 buf_putc(out, ',');
-            dump_string(out, json_object_iter_key(it), json_object_iter_key_len(it));
+            jsonx_dump_string(out, json_object_iter_key(it), json_object_iter_key_len(it));
             buf_putc(out, ':');
             dump_value(out, json_object_iter_value(it), depth + 1);
         }
@@ -90,7 +103,7 @@ static void dump_value(struct buf *out, const json_t *v, int depth)
         buf_putc(out, ']');
         break;
     case JSON_STRING:
-        dump_string(out, json_string_value(v), json_string_length(v));
+        jsonx_dump_string(out, json_string_value(v), json_string_length(v));
         break;
     case JSON_INTEGER:
         dump_integer(out, json_integer_value(v));

@@ -21,6 +21,8 @@
 json_t *jsonx_loadb(const char *data, size_t len, int max_depth, struct err *err);
 /* Appends the compact form of v (keys in insertion order) to out. */
 void jsonx_dump(struct buf *out, const json_t *v);
+/* Appends len bytes as a quoted JSON string, escaped as jansson's dump escapes it. */
+void jsonx_dump_string(struct buf *out, const char *s, size_t len);
 /* Returns the compact form; caller frees. */
 char *jsonx_dumps(const json_t *v);
 

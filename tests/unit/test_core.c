@@ -61,6 +61,27 @@ static void test_clock(void)
     CHECK_STR(clock_format(ns, out), "2026-11-22T02:54:37.123456Z");
     CHECK_INT(clock_parse("2026-11-22T04:54:37+02:00", &ns), 0);
     CHECK_STR(clock_format(ns, out), "2026-11-22T02:54:37.000000Z");
+    /* The calendar arithmetic agrees with gmtime_r across int64 nanoseconds' range (1677-2262),
+     * leap days and the epoch's negative side included. */
+    uint64_t x = 88172645463325252ULL;
+    for (int i = 0; i < 200000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        int64_t t = (int64_t)x;
+        time_t sec = (time_t)(t / NS_PER_SEC) - (t % NS_PER_SEC < 0);
+        int64_t frac = t % NS_PER_SEC < 0 ? t % NS_PER_SEC + NS_PER_SEC : t % NS_PER_SEC;
+        struct tm tm;
+        char want[CLOCK_RFC3339_MAX];
+        gmtime_r(&sec, &tm);
+        snprintf(want, sizeof(want), "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", tm.tm_year + 1900,
+                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (long)(frac / 1000));
+        if (strcmp(clock_format(t, out), want) != 0) {
+            CHECK_STR(out, want);
+            break;
+        }
+    }
+    CHECK_STR(clock_format(0, out), "1970-01-01T00:00:00.000000Z");
+    CHECK_STR(clock_format(-1, out), "1969-12-31T23:59:59.999999Z");
+    CHECK_STR(clock_format(951782400LL * NS_PER_SEC, out), "2000-02-29T00:00:00.000000Z");
     CHECK_INT(clock_parse("2026-02-30T00:00:00Z", &ns), -1);
     CHECK_INT(clock_parse("2026-11-22", &ns), -1);
     CHECK_INT(clock_parse("2026-11-22T02:54:37", &ns), -1);
