@@ -21,10 +21,32 @@ static void method_not_allowed(struct request *req, struct response *res, unsign
     buf_release(&allow);
 }
 
+/* A request id: unique enough to find a request in the logs, not a secret, so it comes from a
+ * per-thread splitmix64 seeded once from the kernel rather than a getrandom() per request. */
+static void new_request_id(char *out, size_t nchars)
+{
+    static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+    static __thread uint64_t state;
+    if (state == 0)
+        crypto_random(&state, sizeof(state));
+    uint64_t z = 0;
+    for (size_t i = 0; i < nchars; i++) {
+        if (i % 8 == 0) {
+            z = (state += 0x9e3779b97f4a7c15ULL);
+            z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+            z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+            z ^= z >> 31;
+        }
+        out[i] = i == 0 ? alphabet[(z & 0xff) % 26] : alphabet[(z & 0xff) % 36];
+        z >>= 8;
+    }
+    out[nchars] = '\0';
+}
+
 void api_handle(struct request *req, struct response *res)
 {
     if (!req->request_id[0])
-        crypto_random_id(req->request_id, sizeof(req->request_id) - 1);
+        new_request_id(req->request_id, sizeof(req->request_id) - 1);
     static __thread char param_buf[512];
     unsigned allowed = 0;
     const struct route *route =

@@ -296,7 +296,7 @@ static json_t *check_object(struct walk *w, const struct field *fields, json_t *
             json_decref(def);
         }
         if (canon)
-            json_object_set_new(out, f->name, canon);
+            json_object_set_new_nocheck(out, f->name, canon); /* our names: ASCII */
         pop(w, mark);
     }
     return out;
@@ -388,7 +388,7 @@ static json_t *check_map(struct walk *w, const struct field *f, json_t *v)
             bad(w, "%s", "must be a string");
         }
         if (canon)
-            json_object_set_new(out, key, canon);
+            json_object_set_new_nocheck(out, key, canon); /* valid UTF-8: parsed */
         pop(w, mark);
     }
     return out;

@@ -129,7 +129,7 @@ int main(int argc, char **argv)
     while (atomic_load(&committed) < n)
         nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
     double t6 = cpu_us();
-    printf("parse body (jansson)        %6.1f us\n", (t1 - t0) / n);
+    printf("parse body (jsonx_loadb)    %6.1f us\n", (t1 - t0) / n);
     printf("validate into the spec      %6.1f us\n", (t2 - t1) / n);
     printf("submission record (all)     %6.1f us (validate, canonical text, hash)\n",
            (t3 - t2) / n);
