@@ -133,7 +133,7 @@ int main(int argc, char **argv)
     printf("validate into the spec      %6.1f us\n", (t2 - t1) / n);
     printf("submission record (all)     %6.1f us (validate, canonical text, hash)\n",
            (t3 - t2) / n);
-    printf("201 body (build and dump)   %6.1f us\n", (t4 - t3) / n);
+    printf("201 body (written as text)  %6.1f us\n", (t4 - t3) / n);
     printf("store: group commit         %6.1f us (batches of 64, synchronous=FULL)\n",
            (t6 - t5) / n);
     printf("total                       %6.1f us\n", (t1 - t0 + t3 - t2 + t4 - t3 + t6 - t5) / n);
