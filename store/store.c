@@ -54,6 +54,7 @@ static const char *const pragmas = "PRAGMA journal_mode=WAL;"
 struct conn *conn_open(const char *path, const struct store_options *opts, struct err *err)
 {
     sqlite3 *db = NULL;
+    sqlalloc_install();
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
     if (sqlite3_open_v2(path, &db, flags, NULL) != SQLITE_OK) {
         err_set(err, ERR_IO, "cannot open database %s: %s", path,
@@ -199,7 +200,7 @@ int store_schema_version(struct store *st)
 void store_stats(struct store *st, struct store_stats *out)
 {
     writer_stats(st->writer, out);
-    out->sqlite_memory_bytes = (uint64_t)sqlite3_memory_used();
+    out->sqlite_memory_bytes = sqlalloc_used();
     out->log_cache_bytes = st->logcache ? logcache_bytes(st->logcache) : 0;
 }
 
@@ -383,14 +384,14 @@ static int param(sqlite3_stmt *s, const char *name)
 void bind_text(sqlite3_stmt *s, const char *name, const char *v)
 {
     if (v)
-        sqlite3_bind_text(s, param(s, name), v, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(s, param(s, name), v, -1, SQLITE_STATIC);
     else
         sqlite3_bind_null(s, param(s, name));
 }
 
 void bind_blob(sqlite3_stmt *s, const char *name, const void *v, size_t len)
 {
-    sqlite3_bind_blob64(s, param(s, name), v, len, SQLITE_TRANSIENT);
+    sqlite3_bind_blob64(s, param(s, name), v, len, SQLITE_STATIC);
 }
 
 void bind_int(sqlite3_stmt *s, const char *name, int64_t v)
