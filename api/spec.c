@@ -291,7 +291,7 @@ static json_t *check_object(struct walk *w, const struct field *fields, json_t *
         else if (f->required)
             bad(w, "%s", "is required");
         else if (f->def) {
-            json_t *def = json_loads(f->def, JSON_DECODE_ANY, NULL);
+            json_t *def = jsonx_loadb(f->def, strlen(f->def), 4, NULL);
             canon = check_value(w, f, def);
             json_decref(def);
         }
