@@ -75,6 +75,7 @@ void sqlalloc_install(void)
 
 uint64_t sqlalloc_used(void)
 {
+    pthread_once(&once, install); /* orders the read of installed after its write */
     int64_t n =
         installed ? atomic_load_explicit(&used, memory_order_relaxed) : sqlite3_memory_used();
     return n > 0 ? (uint64_t)n : 0;

@@ -56,20 +56,6 @@ void jsonx_dump_string(struct buf *out, const char *s, size_t len)
     buf_putc(out, '"');
 }
 
-static void dump_integer(struct buf *out, json_int_t x)
-{
-    char digits[24];
-    size_t n = 0;
-    uint64_t u = x < 0 ? 0 - (uint64_t)x : (uint64_t)x;
-    do {
-        digits[sizeof(digits) - ++n] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (x < 0)
-        digits[sizeof(digits) - ++n] = '-';
-    buf_append(out, digits + sizeof(digits) - n, n);
-}
-
 #define DUMP_MAX_DEPTH 2048 /* parsed input is limited far below; this guards the stack */
 
 /* jansson's compact output, byte for byte, without its per-container cycle check (a printf and
@@ -106,7 +92,7 @@ static void dump_value(struct buf *out, const json_t *v, int depth)
         jsonx_dump_string(out, json_string_value(v), json_string_length(v));
         break;
     case JSON_INTEGER:
-        dump_integer(out, json_integer_value(v));
+        buf_put_int(out, json_integer_value(v));
         break;
     case JSON_REAL: /* rare; jansson's formatting ("%.17g", ".0" added, exponent trimmed) */
         json_dump_callback(v, dump_cb, out, JSON_COMPACT | JSON_ENCODE_ANY);
