@@ -26,8 +26,9 @@
 /* A submission waiting for its commit. Owns everything job_new points to. */
 struct submission {
     struct api *api;
-    json_t *spec;
-    char *spec_text;
+    json_t *doc;        /* the spec as submitted and checked; the views below point into it */
+    json_t *labels_doc; /* doc's labels object, or NULL */
+    char *spec_text;    /* canonical */
     char id[SORTID_LEN + 1];
     char hash[SHA256_HEX_LEN];
     char *idem_key, *idem_hash, *owner, *request_id;
@@ -42,7 +43,7 @@ void jobs_submission_free(struct submission *s)
 {
     if (!s)
         return;
-    json_decref(s->spec);
+    json_decref(s->doc);
     free(s->spec_text);
     free(s->idem_key);
     free(s->idem_hash);
@@ -82,9 +83,7 @@ void jobs_submission_write(struct buf *out, const struct submission *s)
         ranks[r].state = RANK_PENDING;
         ranks[r].exit_code = -1;
     }
-    struct job_view v = { .labels = json_object_get(s->spec, "labels"),
-                          .ranks = ranks,
-                          .nranks = (size_t)s->jn.nranks };
+    struct job_view v = { .labels = s->labels_doc, .ranks = ranks, .nranks = (size_t)s->jn.nranks };
     job_json_write(out, &j, &v);
     free(ranks);
 }
@@ -165,13 +164,17 @@ struct submission *jobs_submission_new(struct api *api, const json_t *doc,
                                        const struct jobs_submit_opts *o, struct err *err)
 {
     struct spec_options opts = spec_options(api);
-    json_t *spec = spec_validate(doc, &opts, err);
-    if (!spec)
+    struct buf text = BUF_INIT;
+    struct spec_view v;
+    if (spec_check(doc, &opts, &text, &v, err) < 0) {
+        buf_release(&text);
         return NULL;
+    }
     struct submission *s = XNEW(struct submission);
     s->api = api;
-    s->spec = spec;
-    s->spec_text = jsonx_dumps(spec);
+    s->doc = json_incref((json_t *)doc);
+    s->labels_doc = v.labels;
+    s->spec_text = buf_detach(&text, NULL);
     sortid_new(s->id);
     if (o->idempotency_key && !o->idempotency_hash) /* the hash only matters with a key */
         crypto_sha256_hex(s->spec_text, strlen(s->spec_text), s->hash);
@@ -179,8 +182,6 @@ struct submission *jobs_submission_new(struct api *api, const json_t *doc,
     s->idem_hash = dup_or_null(o->idempotency_hash);
     s->owner = xstrdup(o->owner ? o->owner : "");
     s->request_id = xstrdup(o->request_id ? o->request_id : "");
-    struct spec_view v;
-    spec_view(spec, &v);
     size_t nlabels = v.labels ? json_object_size(v.labels) : 0;
     s->labels = xcalloc(nlabels ? nlabels : 1, sizeof(*s->labels));
     const char *k;

@@ -136,7 +136,8 @@ static const struct field spec_fields[] = {
     { NULL },
 };
 
-#define WALK_DEPTH 16 /* the schema nests 4 deep; the JSON body is limited to 32 */
+#define WALK_DEPTH     16   /* the schema nests 4 deep; the JSON body is limited to 32 */
+#define SPEC_MAX_DEPTH 2048 /* parsing our own canonical text: as deep as jsonx_dump writes */
 
 /* Where the walker is: the path is kept as tokens and only rendered as a JSON pointer when a
  * value is bad, so valid specs (nearly all of them) never format one. */
@@ -145,9 +146,12 @@ struct step {
     size_t index;
 };
 
+/* The walker writes the canonical text as it checks: after the first bad value the text is
+ * incomplete, and spec_check() drops it. */
 struct walk {
     const struct spec_options *opts;
     struct err *err;
+    struct buf *out;
     int depth;
     struct step path[WALK_DEPTH];
 };
@@ -185,6 +189,21 @@ static void pop(struct walk *w, int mark)
     w->depth = mark;
 }
 
+/* Writes a member's key (and the comma before it unless it is the first). */
+static void put_key(struct walk *w, bool *first, const char *key)
+{
+    if (!*first)
+        buf_putc(w->out, ',');
+    *first = false;
+    jsonx_dump_string(w->out, key, strlen(key));
+    buf_putc(w->out, ':');
+}
+
+static void put_string(struct walk *w, const char *s)
+{
+    jsonx_dump_string(w->out, s, strlen(s));
+}
+
 static const char *type_name(enum ftype t)
 {
     static const char *const names[] = {
@@ -203,42 +222,42 @@ static const char *type_name(enum ftype t)
     return names[t];
 }
 
-/* Checks one string; returns it for the canonical document (a new reference) or NULL when bad. */
-static json_t *check_string(struct walk *w, const struct field *f, json_t *v)
+static void check_string(struct walk *w, const struct field *f, json_t *v)
 {
     const char *s = json_string_value(v);
     size_t len = json_string_length(v);
     size_t max = f->max ? (size_t)f->max : w->opts->limits->max_string_bytes;
     if (strlen(s) != len) {
         bad(w, "%s", "must not contain NUL characters");
-        return NULL;
+        return;
     }
     if (len > max) {
         char msg[96];
         snprintf(msg, sizeof(msg), "must be at most %zu bytes long", max);
         bad(w, "%s", msg);
-        return NULL;
+        return;
     }
     if (f->choices) {
         for (const char *const *c = f->choices; *c; c++)
-            if (strcmp(*c, s) == 0)
-                return json_incref(v);
+            if (strcmp(*c, s) == 0) {
+                jsonx_dump_string(w->out, s, len);
+                return;
+            }
         struct buf list = BUF_INIT;
         for (const char *const *c = f->choices; *c; c++)
             buf_printf(&list, "%s\"%s\"", list.len ? ", " : "", *c);
         bad(w, "must be one of %s", buf_cstr(&list));
         buf_release(&list);
-        return NULL;
+        return;
     }
     const char *msg = f->check ? f->check(s) : NULL;
-    if (msg) {
+    if (msg)
         bad(w, "%s", msg);
-        return NULL;
-    }
-    return json_incref(v);
+    else
+        jsonx_dump_string(w->out, s, len);
 }
 
-static json_t *check_int(struct walk *w, const struct field *f, json_t *v)
+static void check_int(struct walk *w, const struct field *f, json_t *v)
 {
     json_int_t x = json_integer_value(v);
     if (x < f->min || x > f->max) {
@@ -246,29 +265,34 @@ static json_t *check_int(struct walk *w, const struct field *f, json_t *v)
         snprintf(msg, sizeof(msg), "must be between %lld and %lld", (long long)f->min,
                  (long long)f->max);
         bad(w, "%s", msg);
-        return NULL;
+        return;
     }
-    return json_incref(v);
+    buf_put_int(w->out, x);
 }
 
-static json_t *check_quantity(struct walk *w, json_t *v)
+/* A quantity is kept as a string: a number becomes its decimal text. */
+static void check_quantity(struct walk *w, json_t *v)
 {
     int64_t milli;
-    if (json_is_integer(v) && json_integer_value(v) >= 0)
-        return json_sprintf("%lld", (long long)json_integer_value(v));
-    if (json_is_real(v) && json_real_value(v) >= 0 && isfinite(json_real_value(v)))
-        return json_sprintf("%g", json_real_value(v));
-    if (json_is_string(v) && parse_quantity(json_string_value(v), &milli) == 0)
-        return json_incref(v);
-    bad(w, "must be %s", type_name(T_QUANTITY));
-    return NULL;
+    char num[64];
+    if (json_is_integer(v) && json_integer_value(v) >= 0) {
+        snprintf(num, sizeof(num), "%lld", (long long)json_integer_value(v));
+        put_string(w, num);
+    } else if (json_is_real(v) && json_real_value(v) >= 0 && isfinite(json_real_value(v))) {
+        snprintf(num, sizeof(num), "%g", json_real_value(v));
+        put_string(w, num);
+    } else if (json_is_string(v) && parse_quantity(json_string_value(v), &milli) == 0) {
+        jsonx_dump_string(w->out, json_string_value(v), json_string_length(v));
+    } else {
+        bad(w, "must be %s", type_name(T_QUANTITY));
+    }
 }
 
-static json_t *check_value(struct walk *w, const struct field *f, json_t *v);
+static void check_value(struct walk *w, const struct field *f, json_t *v);
 
-static json_t *check_object(struct walk *w, const struct field *fields, json_t *v)
+/* An object's members in schema order; absent (or null) ones take their default if any. */
+static void check_object(struct walk *w, const struct field *fields, json_t *v)
 {
-    json_t *out = json_object();
     const char *key;
     json_t *member;
     json_object_foreach(v, key, member)
@@ -282,116 +306,116 @@ static json_t *check_object(struct walk *w, const struct field *fields, json_t *
             pop(w, mark);
         }
     }
+    bool first = true;
+    buf_putc(w->out, '{');
     for (const struct field *f = fields; f->name; f++) {
         json_t *given = json_object_get(v, f->name);
         int mark = push(w, f->name);
-        json_t *canon = NULL;
-        if (given && !json_is_null(given))
-            canon = check_value(w, f, given);
-        else if (f->required)
+        if (given && !json_is_null(given)) {
+            put_key(w, &first, f->name);
+            check_value(w, f, given);
+        } else if (f->required) {
             bad(w, "%s", "is required");
-        else if (f->def) {
+        } else if (f->def) {
             json_t *def = jsonx_loadb(f->def, strlen(f->def), 4, NULL);
-            canon = check_value(w, f, def);
+            put_key(w, &first, f->name);
+            check_value(w, f, def);
             json_decref(def);
         }
-        if (canon)
-            json_object_set_new_nocheck(out, f->name, canon); /* our names: ASCII */
         pop(w, mark);
     }
-    return out;
+    buf_putc(w->out, '}');
 }
 
-static json_t *check_array(struct walk *w, const struct field *f, json_t *v)
+static void check_array(struct walk *w, const struct field *f, json_t *v)
 {
     size_t max = f->max ? (size_t)f->max : 1024;
     if (json_array_size(v) > max) {
         char msg[64];
         snprintf(msg, sizeof(msg), "must have at most %zu entries", max);
         bad(w, "%s", msg);
-        return NULL;
+        return;
     }
-    json_t *out = json_array();
+    buf_putc(w->out, '[');
     size_t i;
     json_t *item;
     json_array_foreach(v, i, item)
     {
         int mark = push_index(w, i);
-        json_t *canon = NULL;
+        if (i)
+            buf_putc(w->out, ',');
         if (f->type == T_STRINGS && json_is_string(item)) {
             struct field elem = { .type = T_STRING, .check = f->check, .choices = f->choices };
-            canon = check_string(w, &elem, item);
+            check_string(w, &elem, item);
         } else if (f->type == T_INTS && json_is_integer(item)) {
             struct field elem = { .type = T_INT, .min = f->min, .max = f->max };
-            canon = check_int(w, &elem, item);
+            check_int(w, &elem, item);
         } else if (f->type == T_OBJECTS && json_is_object(item)) {
-            canon = json_deep_copy(item);
+            jsonx_dump(w->out, item);
         } else {
             bad(w, "must be %s",
                 f->type == T_STRINGS ? "a string"
                 : f->type == T_INTS  ? "an integer"
                                      : "an object");
         }
-        if (canon)
-            json_array_append_new(out, canon);
         pop(w, mark);
     }
-    return out;
+    buf_putc(w->out, ']');
 }
 
 /* An env value: a string, or {"secret": NAME, "key": KEY} resolved by Kubernetes. */
-static json_t *check_env_value(struct walk *w, json_t *v)
+static void check_env_value(struct walk *w, json_t *v)
 {
-    if (json_is_string(v)) {
-        struct field elem = { .type = T_STRING };
-        return check_string(w, &elem, v);
-    }
     static const struct field secret_ref[] = {
         { "secret", T_STRING, true, .max = 253, .check = names_dns1123_subdomain },
         { "key", T_STRING, true, .max = 253 },
         { NULL },
     };
-    if (json_is_object(v))
-        return check_object(w, secret_ref, v);
-    bad(w, "%s", "must be a string or {\"secret\": NAME, \"key\": KEY}");
-    return NULL;
+    if (json_is_string(v)) {
+        struct field elem = { .type = T_STRING };
+        check_string(w, &elem, v);
+    } else if (json_is_object(v)) {
+        check_object(w, secret_ref, v);
+    } else {
+        bad(w, "%s", "must be a string or {\"secret\": NAME, \"key\": KEY}");
+    }
 }
 
 /* Objects whose keys are names (labels, env): each key and value checked. */
-static json_t *check_map(struct walk *w, const struct field *f, json_t *v)
+static void check_map(struct walk *w, const struct field *f, json_t *v)
 {
     size_t max = f->max ? (size_t)f->max : 256;
     if (json_object_size(v) > max) {
         char msg[64];
         snprintf(msg, sizeof(msg), "must have at most %zu entries", max);
         bad(w, "%s", msg);
-        return NULL;
+        return;
     }
-    json_t *out = json_object();
+    bool first = true;
+    buf_putc(w->out, '{');
     const char *key;
     json_t *val;
     json_object_foreach(v, key, val)
     {
         int mark = push(w, key);
         const char *msg = f->check ? f->check(key) : NULL;
-        json_t *canon = NULL;
         if (msg) {
             char text[ERR_MSG_MAX];
             snprintf(text, sizeof(text), "the key %s", msg);
             bad(w, "%s", text);
         } else if (f->type == T_ENV) {
-            canon = check_env_value(w, val);
+            put_key(w, &first, key);
+            check_env_value(w, val);
         } else if (json_is_string(val)) {
             struct field elem = { .type = T_STRING, .check = f->check_value };
-            canon = check_string(w, &elem, val);
+            put_key(w, &first, key);
+            check_string(w, &elem, val);
         } else {
             bad(w, "%s", "must be a string");
         }
-        if (canon)
-            json_object_set_new_nocheck(out, key, canon); /* valid UTF-8: parsed */
         pop(w, mark);
     }
-    return out;
+    buf_putc(w->out, '}');
 }
 
 static bool type_ok(enum ftype t, json_t *v)
@@ -418,34 +442,41 @@ static bool type_ok(enum ftype t, json_t *v)
     return false;
 }
 
-static json_t *check_value(struct walk *w, const struct field *f, json_t *v)
+static void check_value(struct walk *w, const struct field *f, json_t *v)
 {
     if (!type_ok(f->type, v)) {
         bad(w, "must be %s", type_name(f->type));
-        return NULL;
+        return;
     }
     switch (f->type) {
     case T_STRING:
-        return check_string(w, f, v);
+        check_string(w, f, v);
+        break;
     case T_INT:
-        return check_int(w, f, v);
+        check_int(w, f, v);
+        break;
     case T_BOOL:
-        return json_boolean(json_is_true(v));
+        buf_puts(w->out, json_is_true(v) ? "true" : "false");
+        break;
     case T_OBJECT:
-        return check_object(w, f->fields, v);
+        check_object(w, f->fields, v);
+        break;
     case T_STRINGS:
     case T_INTS:
     case T_OBJECTS:
-        return check_array(w, f, v);
+        check_array(w, f, v);
+        break;
     case T_STRMAP:
     case T_ENV:
-        return check_map(w, f, v);
+        check_map(w, f, v);
+        break;
     case T_QUANTITY:
-        return check_quantity(w, v);
+        check_quantity(w, v);
+        break;
     case T_DOC:
-        return json_deep_copy(v);
+        jsonx_dump(w->out, v);
+        break;
     }
-    return NULL;
 }
 
 static void field_error(struct err *err, const char *pointer, const char *msg)
@@ -462,77 +493,104 @@ static bool env_has_secret(const json_t *env)
 }
 
 /* Rules that involve more than one field, or the daemon's configuration. */
-static void check_cross(const json_t *spec, const struct spec_options *o, struct err *err)
+static void check_cross(const struct spec_view *v, const struct spec_options *o, struct err *err)
 {
-    struct spec_view v;
-    spec_view(spec, &v);
     const struct api_limits *l = o->limits;
-    bool kube = strcmp(v.executor, "kubernetes") == 0;
+    bool kube = strcmp(v->executor, "kubernetes") == 0;
     if (kube && !o->kubernetes_enabled)
         field_error(err, "/executor",
                     "the kubernetes executor is not enabled on this daemon "
                     "(start it with --executor kubernetes)");
     if (!kube && !o->local_enabled)
         field_error(err, "/executor", "the local executor is not enabled on this daemon");
-    if (kube && !v.image && !json_object_get(v.kubernetes, "manifest"))
+    if (kube && !v->image && !json_object_get(v->kubernetes, "manifest"))
         field_error(err, "/image", "is required by the kubernetes executor");
-    if (!kube && (!v.command || json_array_size(v.command) == 0))
+    if (!kube && (!v->command || json_array_size(v->command) == 0))
         field_error(err, "/command", "is required by the local executor (the program to run)");
-    if (!kube && o->local_slots > 0 && v.nranks > o->local_slots) {
+    if (!kube && o->local_slots > 0 && v->nranks > o->local_slots) {
         char text[200];
         snprintf(text, sizeof(text),
                  "needs %d ranks but the local executor has %d slots (--local-slots); it could "
                  "never start",
-                 v.nranks, o->local_slots);
+                 v->nranks, o->local_slots);
         field_error(err, "/procs_per_node", text);
     }
-    if (!kube && v.env && env_has_secret(v.env))
+    if (!kube && v->env && env_has_secret(v->env))
         field_error(err, "/env", "secret references need the kubernetes executor");
     char msg[160];
-    if (v.nodes > l->max_nodes) {
+    if (v->nodes > l->max_nodes) {
         snprintf(msg, sizeof(msg), "must be at most %d on this daemon", l->max_nodes);
         field_error(err, "/nodes", msg);
     }
-    if (v.procs_per_node > l->max_procs_per_node) {
+    if (v->procs_per_node > l->max_procs_per_node) {
         snprintf(msg, sizeof(msg), "must be at most %d on this daemon", l->max_procs_per_node);
         field_error(err, "/procs_per_node", msg);
     }
-    if ((int64_t)v.nodes * v.procs_per_node > l->max_ranks) {
+    if ((int64_t)v->nodes * v->procs_per_node > l->max_ranks) {
         snprintf(msg, sizeof(msg), "nodes x procs_per_node must be at most %d ranks", l->max_ranks);
         field_error(err, "/procs_per_node", msg);
     }
-    if (v.env && json_object_size(v.env) > (size_t)l->max_env) {
+    if (v->env && json_object_size(v->env) > (size_t)l->max_env) {
         snprintf(msg, sizeof(msg), "must have at most %d entries", l->max_env);
         field_error(err, "/env", msg);
     }
-    if (v.labels && json_object_size(v.labels) > (size_t)l->max_labels) {
+    if (v->labels && json_object_size(v->labels) > (size_t)l->max_labels) {
         snprintf(msg, sizeof(msg), "must have at most %d entries", l->max_labels);
         field_error(err, "/labels", msg);
     }
-    if (v.args && json_array_size(v.args) > (size_t)l->max_args) {
+    if (v->args && json_array_size(v->args) > (size_t)l->max_args) {
         snprintf(msg, sizeof(msg), "must have at most %d entries", l->max_args);
         field_error(err, "/args", msg);
     }
-    if (v.restart_exit_codes && strcmp(v.restart_policy, "exit_code") != 0)
+    if (v->restart_exit_codes && strcmp(v->restart_policy, "exit_code") != 0)
         field_error(err, "/restart/exit_codes", "is only used with policy \"exit_code\"");
+}
+
+static int check_spec(const json_t *input, const struct spec_options *opts, struct buf *out,
+                      struct spec_view *view, struct err *err)
+{
+    if (!json_is_object(input))
+        return err_field(err, "/", "the job spec must be a JSON object");
+    size_t start = out->len;
+    struct walk w = { .opts = opts, .err = err, .out = out };
+    check_object(&w, spec_fields, (json_t *)input);
+    spec_view(input, view);
+    if (!jsonx_str(input, "executor")) { /* absent or null: the daemon's, written last */
+        view->executor = opts->default_executor;
+        out->len--; /* the closing brace */
+        buf_puts(out, out->len - start > 1 ? ",\"executor\":" : "\"executor\":");
+        put_string(&w, opts->default_executor);
+        buf_putc(out, '}');
+    }
+    if (!err_is_set(err))
+        check_cross(view, opts, err);
+    if (err_is_set(err)) {
+        out->len = start;
+        if (out->data)
+            out->data[start] = '\0';
+        return -1;
+    }
+    return 0;
+}
+
+int spec_check(const json_t *input, const struct spec_options *opts, struct buf *out,
+               struct spec_view *view, struct err *err)
+{
+    struct err quiet; /* a caller without err still needs to know */
+    err_init(&quiet);
+    int rc = check_spec(input, opts, out, view, err ? err : &quiet);
+    err_release(&quiet);
+    return rc;
 }
 
 json_t *spec_validate(const json_t *input, const struct spec_options *opts, struct err *err)
 {
-    if (!json_is_object(input)) {
-        err_field(err, "/", "the job spec must be a JSON object");
-        return NULL;
-    }
-    struct walk w = { .opts = opts, .err = err };
-    json_t *spec = check_object(&w, spec_fields, (json_t *)input);
-    if (!json_object_get(spec, "executor"))
-        json_object_set_new(spec, "executor", json_string(opts->default_executor));
-    if (!err_is_set(err))
-        check_cross(spec, opts, err);
-    if (err_is_set(err)) {
-        json_decref(spec);
-        return NULL;
-    }
+    struct buf text = BUF_INIT;
+    struct spec_view view;
+    json_t *spec = NULL;
+    if (spec_check(input, opts, &text, &view, err) == 0)
+        spec = jsonx_loadb(text.data, text.len, SPEC_MAX_DEPTH, err);
+    buf_release(&text);
     return spec;
 }
 

@@ -1,6 +1,6 @@
 /*
- * spec: the job spec, one for every executor. spec_validate() checks a submitted document
- * completely (every bad field is reported by JSON pointer, not just the first) and returns its
+ * spec: the job spec, one for every executor. spec_check() checks a submitted document
+ * completely (every bad field is reported by JSON pointer, not just the first) and writes its
  * canonical form: known fields only, in schema order, defaults filled in. That canonical JSON is
  * what the store keeps and what executors read through spec_view().
  */
@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "api/api.h"
+#include "server/core/buf.h"
 
 struct spec_options {
     const struct api_limits *limits;
@@ -21,12 +22,8 @@ struct spec_options {
     int local_slots; /* a local job needing more ranks could never start */
 };
 
-/* Returns the canonical spec (new reference) or NULL with ERR_VALIDATION listing each field.
- * Its strings and integers are input's own (shared references): no caller changes a scalar in
- * place, and copying them was a third of the validation's cost. */
-json_t *spec_validate(const json_t *input, const struct spec_options *opts, struct err *err);
-
-/* Borrowed views into a canonical spec; valid while the json_t lives. */
+/* Borrowed views into a spec (canonical, or an input spec_check() accepted); valid while the
+ * json_t lives. Absent fields read as their defaults. */
 struct spec_view {
     const char *name;
     const char *image; /* NULL when absent */
@@ -57,5 +54,15 @@ struct spec_view {
     json_t *kubernetes; /* object, or NULL */
 };
 void spec_view(const json_t *spec, struct spec_view *v);
+
+/* Checks input completely. On success appends the canonical spec's JSON text to out, fills
+ * *view from input (its pointers borrow input's values) and returns 0; otherwise returns -1
+ * with ERR_VALIDATION listing each bad field (err may be NULL), and out as it was. The one
+ * walker of the schema: the text is written while checking, with no canonical document between. */
+int spec_check(const json_t *input, const struct spec_options *opts, struct buf *out,
+               struct spec_view *view, struct err *err);
+
+/* The canonical spec as a document (new reference; spec_check()'s text, parsed) or NULL. */
+json_t *spec_validate(const json_t *input, const struct spec_options *opts, struct err *err);
 
 #endif
