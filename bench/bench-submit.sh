@@ -20,7 +20,9 @@ count() { curl -s -H "Authorization: Bearer $token" "$url/metrics" | awk '/^trai
 t0=$(date +%s%N); start; t1=$(date +%s%N)
 echo "start-up (empty database): $(((t1 - t0) / 1000000)) ms; RSS idle: $(rss)"
 echo "-- POST /v1/jobs, 640-byte spec, 64 keep-alive connections, 10 s (wrk -t2 -c64)"
+ticks=$(cpu_ticks)
 wrk -t2 -c64 -d10s --latency -s "$here/post-job.lua" "$url/v1/jobs" >"$work/wrk"
+echo "CPU stolen by the hypervisor meanwhile: $(steal_since "$ticks")"
 grep -E 'Requests/sec|50%|90%|99%|non-2xx|requests in' "$work/wrk"
 answered=$(awk '/requests in/ {print $1}' "$work/wrk")
 echo "jobs stored: $(count) (wrk counted $answered answers; in-flight requests at the end can add up to 64)"

@@ -17,3 +17,9 @@ serve() {
     done
     return 1
 }
+
+# cpu_ticks: "STEAL TOTAL" CPU ticks from /proc/stat. Steal is the time our vCPUs were ready but
+# the hypervisor ran someone else; on a shared machine it explains most of the spread between
+# runs. Usage: t=$(cpu_ticks); ...; steal_since "$t"   (prints e.g. "13%")
+cpu_ticks() { awk '/^cpu / {print $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9}' /proc/stat; }
+steal_since() { echo "$1 $(cpu_ticks)" | awk '{printf "%.0f%%", ($4 > $2) ? 100 * ($3 - $1) / ($4 - $2) : 0}'; }
