@@ -33,8 +33,9 @@ struct jobs_submitted {
 struct submission;
 typedef void (*jobs_done_fn)(void *ctx, struct submission *s, const struct jobs_submitted *r);
 
-/* Validates doc as a job spec and prepares its insertion (opts' strings are copied). NULL with
- * ERR_VALIDATION listing every bad field. Start it with jobs_submission_start(). */
+/* Validates doc as a job spec and prepares its insertion (opts' strings are copied; doc is
+ * kept by reference, as the labels and name point into it, so its owner must not change it).
+ * NULL with ERR_VALIDATION listing every bad field. Start it with jobs_submission_start(). */
 struct submission *jobs_submission_new(struct api *api, const json_t *doc,
                                        const struct jobs_submit_opts *opts, struct err *err);
 /* Stores s without waiting; after COMMIT (or failure) on the store writer thread it wakes the
