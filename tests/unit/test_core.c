@@ -444,6 +444,40 @@ static void test_logrec_and_words(void)
     logmatch_release(&m);
 }
 
+/* Whether the phrase "<x>b" is found in a line of len bytes holding c then 'B' at offset at. */
+static bool phrase_found(char x, char c, int len, int at)
+{
+    char q[8] = { '"', x, 'b', '"', '\0' }, line[40];
+    struct logmatch m;
+    if (logmatch_parse(&m, q, NULL) < 0)
+        return false;
+    memset(line, '.', (size_t)len);
+    line[at] = c;
+    line[at + 1] = 'B';
+    bool found = logmatch_line(&m, line, (size_t)len);
+    logmatch_release(&m);
+    return found;
+}
+
+/* Search lowercases lines eight bytes at a time: every byte, at every position of lines of every
+ * length up to 40, must fold as the byte-by-byte rule does ('A'..'Z' only, never other bytes). */
+static void test_logmatch_case(void)
+{
+    int wrong = 0;
+    for (int len = 2; len <= 40; len++)
+        for (int at = 0; at + 2 <= len; at++)
+            for (int c = 0x21; c < 0x100; c++) {
+                bool letter = (c | 32) >= 'a' && (c | 32) <= 'z';
+                int other = c ^ 32; /* the other case of a letter; of anything else, a byte */
+                if (c == '"' || c == 0x7f)
+                    continue;
+                wrong += !phrase_found((char)(letter ? c | 32 : c), (char)c, len, at);
+                if (!letter && other > 0x20 && other != '"' && other != 0x7f)
+                    wrong += phrase_found((char)other, (char)c, len, at);
+            }
+    CHECK_INT(wrong, 0);
+}
+
 int main(void)
 {
     test_err();
@@ -456,5 +490,6 @@ int main(void)
     test_crypto();
     test_sortid();
     test_logrec_and_words();
+    test_logmatch_case();
     return check_done();
 }
