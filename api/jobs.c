@@ -110,14 +110,18 @@ static void respond_job(struct request *req, struct response *res, int status, c
 {
     struct err err;
     err_init(&err);
-    struct job *j = store_job_get(req->api->store, id, &err);
+    struct store *st = req->api->store;
+    bool snap = store_snapshot_begin(st, &err) == 0; /* the job, ranks, labels as one */
+    struct job *j = snap ? store_job_get(st, id, &err) : NULL;
     struct rank *ranks = NULL;
     size_t n = 0;
-    if (j && store_ranks_get(req->api->store, j->pk, &ranks, &n, &err) == 0 &&
+    if (j && store_ranks_get(st, j->pk, &ranks, &n, &err) == 0 &&
         write_job(response_json_body(res, status), req->api, j, ranks, n, &err) == 0)
         buf_putc(&res->body, '\n');
     else
         problem_respond(req, res, &err); /* replaces whatever was written */
+    if (snap)
+        store_snapshot_end(st);
     ranks_free(ranks, n);
     job_free(j);
     err_release(&err);
@@ -423,8 +427,13 @@ void jobs_list(struct request *req, struct response *res)
     struct job **jobs = NULL;
     size_t n = 0;
     int64_t next = 0;
-    if (store_job_list(req->api->store, &f, &jobs, &n, &next, &err) < 0)
+    /* One snapshot for the page and each item's labels and progress. */
+    if (store_snapshot_begin(req->api->store, &err) < 0)
         goto fail;
+    if (store_job_list(req->api->store, &f, &jobs, &n, &next, &err) < 0) {
+        store_snapshot_end(req->api->store);
+        goto fail;
+    }
     struct buf *out = response_json_body(res, 200);
     buf_puts(out, "{\"items\":[");
     for (size_t i = 0; i < n && !err_is_set(&err); i++) {
@@ -432,6 +441,7 @@ void jobs_list(struct request *req, struct response *res)
             buf_putc(out, ',');
         write_job(out, req->api, jobs[i], NULL, 0, &err);
     }
+    store_snapshot_end(req->api->store);
     jobs_free(jobs, n);
     if (err_is_set(&err))
         goto fail;

@@ -15,6 +15,7 @@
 struct reader {
     struct conn *conn;
     struct store *st;
+    int snapshots; /* store_snapshot_begin() depth */
     struct reader *next, *prev;
 };
 
@@ -126,6 +127,30 @@ struct conn *store_reader(struct store *st, struct err *err)
     pthread_mutex_unlock(&st->lock);
     pthread_setspecific(st->key, r);
     return c;
+}
+
+int store_snapshot_begin(struct store *st, struct err *err)
+{
+    struct conn *c = store_reader(st, err);
+    if (!c)
+        return -1;
+    struct reader *r = pthread_getspecific(st->key);
+    if (r->snapshots == 0 && sql_exec(c, "BEGIN", err) < 0)
+        return -1;
+    r->snapshots++;
+    return 0;
+}
+
+void store_snapshot_end(struct store *st)
+{
+    struct reader *r = pthread_getspecific(st->key);
+    if (!r || r->snapshots == 0 || --r->snapshots > 0)
+        return;
+    struct err err;
+    err_init(&err);
+    if (sql_exec(r->conn, "COMMIT", &err) < 0) /* read-only: rolling back loses nothing, and */
+        sql_exec(r->conn, "ROLLBACK", NULL);   /* a snapshot left open would go stale */
+    err_release(&err);
 }
 
 struct store *store_open(const char *path, const struct store_options *opts, struct err *err)

@@ -43,6 +43,14 @@ int store_schema_version(struct store *st);
 struct store_write;
 typedef void (*store_done_fn)(void *ctx, int rc, struct err *err);
 
+/* The calling thread's reads between store_snapshot_begin() and store_snapshot_end() see one
+ * snapshot of the database and take its read locks once. Without it each statement takes and
+ * drops them (two fcntl() calls a statement: most of the cost of a list page, which reads the
+ * labels and progress of each job). Nests; every successful begin needs its end, on the same
+ * thread, soon: a snapshot held open keeps the WAL from being checkpointed past it. */
+int store_snapshot_begin(struct store *st, struct err *err);
+void store_snapshot_end(struct store *st);
+
 /* Counters for /metrics. */
 struct store_stats {
     uint64_t commits;
