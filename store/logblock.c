@@ -137,15 +137,16 @@ static const unsigned char *payload(const unsigned char *data, size_t len, size_
     return (const unsigned char *)scratch->data;
 }
 
-int logblock_decode(const void *data, size_t len, int64_t first_seq, int64_t first_time,
-                    struct buf *scratch, int (*fn)(void *ctx, struct log_line *l), void *ctx,
-                    struct err *err)
+const char *logblock_payload(const void *data, size_t len, size_t *plen, struct buf *scratch,
+                             struct err *err)
 {
-    size_t plen;
-    const unsigned char *p = payload(data, len, &plen, scratch, err);
-    if (!p)
-        return -1;
-    const unsigned char *end = p + plen;
+    return (const char *)payload(data, len, plen, scratch, err);
+}
+
+int logblock_lines(const char *payload, size_t plen, int64_t first_seq, int64_t first_time,
+                   int (*fn)(void *ctx, struct log_line *l), void *ctx, struct err *err)
+{
+    const unsigned char *p = (const unsigned char *)payload, *end = p + plen;
     int64_t time = first_time;
     for (int64_t seq = first_seq; p < end; seq++) {
         uint64_t src, delta, n;
@@ -167,4 +168,13 @@ int logblock_decode(const void *data, size_t len, int64_t first_seq, int64_t fir
             return rc;
     }
     return 0;
+}
+
+int logblock_decode(const void *data, size_t len, int64_t first_seq, int64_t first_time,
+                    struct buf *scratch, int (*fn)(void *ctx, struct log_line *l), void *ctx,
+                    struct err *err)
+{
+    size_t plen;
+    const char *p = logblock_payload(data, len, &plen, scratch, err);
+    return p ? logblock_lines(p, plen, first_seq, first_time, fn, ctx, err) : -1;
 }

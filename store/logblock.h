@@ -34,5 +34,12 @@ void logblock_finish(struct logblock *b, bool seal, struct buf *data, struct buf
 int logblock_decode(const void *data, size_t len, int64_t first_seq, int64_t first_time,
                     struct buf *scratch, int (*fn)(void *ctx, struct log_line *l), void *ctx,
                     struct err *err);
+/* logblock_decode() in two steps, for a reader that looks at the whole block first: the lines'
+ * encoded bytes (decompressed into scratch when compressed; NULL with err when corrupt), then
+ * each line of them, as logblock_decode() calls fn. */
+const char *logblock_payload(const void *data, size_t len, size_t *plen, struct buf *scratch,
+                             struct err *err);
+int logblock_lines(const char *payload, size_t plen, int64_t first_seq, int64_t first_time,
+                   int (*fn)(void *ctx, struct log_line *l), void *ctx, struct err *err);
 
 #endif

@@ -44,6 +44,7 @@ struct reader {
     uint64_t rank_fold; /* the wanted ranks folded onto 64 bits, as blocks store them */
     struct log_read_stats *stats;
     struct buf scratch;
+    struct logmatch_hits hits; /* where the block read last holds the query's longest term */
     log_line_fn fn;
     void *ctx;
     int emitted;
@@ -123,6 +124,8 @@ static int forward_line(void *ctx, struct log_line *l)
     }
     if (r->q->before && l->seq >= r->q->before)
         return 1;
+    if (r->q->match && !logmatch_hits_line(&r->hits, l->text, l->len))
+        return 0;
     if (!line_wanted(r->q, l))
         return 0;
     if (r->ring) {
@@ -153,8 +156,12 @@ static int read_block(struct reader *r, int64_t id, int64_t first_seq, int64_t f
     int rc = 0;
     if (sqlite3_step(d) == SQLITE_ROW) {
         r->stats->blocks_read++;
-        rc = logblock_decode(sqlite3_column_blob(d, 0), (size_t)sqlite3_column_bytes(d, 0),
-                             first_seq, first_time, &r->scratch, forward_line, r, err);
+        size_t len;
+        const char *p = logblock_payload(
+            sqlite3_column_blob(d, 0), (size_t)sqlite3_column_bytes(d, 0), &len, &r->scratch, err);
+        if (p && r->q->match)
+            logmatch_hits_find(r->q->match, p, len, &r->hits);
+        rc = p ? logblock_lines(p, len, first_seq, first_time, forward_line, r, err) : -1;
     }
     sqlite3_reset(d);
     return rc;
@@ -276,18 +283,16 @@ int store_logs_read(struct store *st, int64_t job_pk, const struct log_query *q,
         return -1;
     for (size_t w = 0; q->ranks && w < q->nranks_words; w++)
         r.rank_fold |= q->ranks[w];
-    if (sql_exec(r.c, "BEGIN", err) < 0)
+    if (store_snapshot_begin(st, err) < 0) /* sources and blocks as of one moment */
         return -1;
     int rc = load_sources(&r, err);
     if (rc == 0)
         rc = q->tail > 0 ? scan_backward(&r, err) : scan_forward(&r, err);
-    struct err ignore;
-    err_init(&ignore);
-    sql_exec(r.c, "COMMIT", &ignore);
-    err_release(&ignore);
+    store_snapshot_end(st);
     for (size_t i = 0; i < r.nsources; i++)
         free(r.sources[i].pod);
     free(r.sources);
     buf_release(&r.scratch);
+    logmatch_hits_release(&r.hits);
     return rc;
 }

@@ -217,6 +217,63 @@ bool logmatch_block(const struct logmatch *m, const unsigned char *bloom, size_t
     return true;
 }
 
+/* The longest term: the fewest places to look at, and memmem skips fastest with it. */
+static const char *longest_term(const struct logmatch *m)
+{
+    const char *best = "";
+    for (size_t i = 0; i < m->nphrases; i++)
+        if (strlen(m->phrases[i]) > strlen(best))
+            best = m->phrases[i];
+    for (size_t i = 0; i < m->nwords; i++)
+        if (strlen(m->words[i]) > strlen(best))
+            best = m->words[i];
+    return best;
+}
+
+void logmatch_hits_find(const struct logmatch *m, const char *text, size_t len,
+                        struct logmatch_hits *h)
+{
+    const char *term = longest_term(m);
+    h->base = text;
+    h->len = len;
+    h->term_len = strlen(term);
+    h->n = h->next = 0;
+    if (!h->term_len)
+        return;
+    buf_reset(&h->lowered);
+    buf_reserve(&h->lowered, len);
+    lower_ascii(h->lowered.data, text, len);
+    const char *low = h->lowered.data;
+    for (size_t off = 0; off + h->term_len <= len;) {
+        const char *hit = memmem(low + off, len - off, term, h->term_len);
+        if (!hit)
+            break;
+        XGROW(h->at, h->n, h->cap);
+        h->at[h->n++] = (size_t)(hit - low);
+        off = (size_t)(hit - low) + 1;
+    }
+}
+
+bool logmatch_hits_line(struct logmatch_hits *h, const char *line, size_t len)
+{
+    if (!h->term_len || line < h->base || line + len > h->base + h->len)
+        return true; /* nothing to go by */
+    size_t start = (size_t)(line - h->base), end = start + len;
+    while (h->next < h->n && h->at[h->next] < start)
+        h->next++;
+    if (h->next < h->n && h->at[h->next] + h->term_len <= end)
+        return true;
+    /* logmatch_line() matches text with its ANSI codes taken out: a term may span one. */
+    return memchr(line, 0x1b, len) != NULL;
+}
+
+void logmatch_hits_release(struct logmatch_hits *h)
+{
+    buf_release(&h->lowered);
+    free(h->at);
+    memset(h, 0, sizeof(*h));
+}
+
 void logmatch_spans(const struct logmatch *m, const char *text, size_t len,
                     void (*fn)(void *ctx, size_t start, size_t n), void *ctx)
 {

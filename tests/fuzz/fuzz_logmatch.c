@@ -1,9 +1,9 @@
 /*
  * fuzz_logmatch: log search (`q=`) on hostile queries and lines. Input: the query, a NUL, then
  * log lines separated by '\n' (any other byte, NUL included, is part of a line).
- * Properties: every highlighted span lies inside the line, and a block's Bloom filter built
- * the way store/logblock.c builds it never rules out a line that matches (a search must not
- * skip a block holding a hit).
+ * Properties: every highlighted span lies inside the line, and neither a block's Bloom filter
+ * built the way store/logblock.c builds it nor the block-wide search for the longest term
+ * (logmatch_hits) ever rules out a line that matches (a search must not skip a hit).
  */
 #include "server/core/buf.h"
 #include "server/core/logmatch.h"
@@ -46,15 +46,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct err err;
     err_init(&err);
     if (logmatch_parse(&m, q, &err) == 0) {
+        /* The lines as one block (the separators stand for the bytes between lines). */
+        const uint8_t *start = data;
+        char *block = malloc(size ? size : 1);
+        memcpy(block, data, size);
+        struct logmatch_hits hits = { 0 };
+        logmatch_hits_find(&m, block, size, &hits);
         while (size) {
             size_t n;
             const uint8_t *line = fuzz_take(&data, &size, '\n', &n);
             /* An exact-size copy, so that reading past the line is caught. */
             char *copy = malloc(n ? n : 1);
             memcpy(copy, line, n);
+            bool may = logmatch_hits_line(&hits, block + (line - start), n);
             one_line(&m, copy, n);
+            /* The block-wide search never rules out a line that matches. */
+            FUZZ_ASSERT(may || !logmatch_line(&m, copy, n));
             free(copy);
         }
+        logmatch_hits_release(&hits);
+        free(block);
         logmatch_release(&m);
     } else {
         FUZZ_ASSERT(err_is_set(&err));

@@ -478,6 +478,35 @@ static void test_logmatch_case(void)
     CHECK_INT(wrong, 0);
 }
 
+/* The block-wide search rules out only lines the term is not in, whole and within the line. */
+static void test_logmatch_hits(void)
+{
+    struct logmatch m;
+    CHECK_INT(logmatch_parse(&m, "watchdog \"fired\"", NULL), 0);
+    /* Lines end at \x01; \x02 inside a word splits it (no line may match across it). */
+    const char block[] = "watchdog fired\x01"
+                         "wat\x02"
+                         "chdog fired\x01"
+                         "WATCHDOG FIRED\x01"
+                         "wat\x1b[1mchdog fired\x01" /* an ANSI code inside the word */
+                         "the watch\x01"
+                         "dog fired"; /* the word across two lines */
+    struct logmatch_hits h = { 0 };
+    logmatch_hits_find(&m, block, sizeof(block) - 1, &h);
+    const char *at = block;
+    bool want[] = { true, false, true, true, false, false };
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        size_t n = strcspn(at, "\x01");
+        CHECK(logmatch_hits_line(&h, at, n) == want[i]);
+        CHECK(!logmatch_line(&m, at, n) || want[i]); /* what it rules out cannot match */
+        at += n + (at[n] ? 1 : 0);
+    }
+    const char *ansi = "wat\x1b[1mchdog fired";
+    CHECK(logmatch_line(&m, ansi, strlen(ansi))); /* why that line is kept */
+    logmatch_hits_release(&h);
+    logmatch_release(&m);
+}
+
 int main(void)
 {
     test_err();
@@ -491,5 +520,6 @@ int main(void)
     test_sortid();
     test_logrec_and_words();
     test_logmatch_case();
+    test_logmatch_hits();
     return check_done();
 }
