@@ -9,23 +9,8 @@
 
 #include "api/spec.h"
 #include "server/core/jsonx.h"
+#include "tests/default_limits.h"
 #include "tests/fuzz/fuzz.h"
-
-/* The defaults of server/config.c. */
-static const struct api_limits fuzz_limits = {
-    .max_body_bytes = 1 << 20,
-    .max_json_depth = 32,
-    .max_string_bytes = 64 << 10,
-    .max_ranks = 4096,
-    .max_nodes = 1024,
-    .max_procs_per_node = 64,
-    .max_env = 256,
-    .max_labels = 64,
-    .max_args = 4096,
-    .max_list_limit = 1000,
-    .max_log_limit = 100000,
-    .max_followers_per_client = 64,
-};
 
 /* The views of the input and of its canonical form agree on what the daemon acts on. */
 static inline void fuzz_views_agree(const struct spec_view *a, const struct spec_view *b)
@@ -39,7 +24,7 @@ static inline void fuzz_views_agree(const struct spec_view *a, const struct spec
 
 static inline void fuzz_spec_check(const json_t *doc, bool kubernetes)
 {
-    struct spec_options opts = { .limits = &fuzz_limits,
+    struct spec_options opts = { .limits = &default_limits,
                                  .default_executor = "local",
                                  .local_enabled = true,
                                  .kubernetes_enabled = kubernetes,

@@ -6,23 +6,12 @@
 #include "api/spec.h"
 #include "check.h"
 #include "server/core/jsonx.h"
-
-static const struct api_limits limits = {
-    .max_body_bytes = 1 << 20,
-    .max_json_depth = 32,
-    .max_string_bytes = 64 << 10,
-    .max_ranks = 4096,
-    .max_nodes = 1024,
-    .max_procs_per_node = 64,
-    .max_env = 256,
-    .max_labels = 64,
-    .max_args = 4096,
-};
+#include "tests/default_limits.h"
 
 static const struct spec_options local = {
-    .limits = &limits, .default_executor = "local", .local_enabled = true, .local_slots = 8
+    .limits = &default_limits, .default_executor = "local", .local_enabled = true, .local_slots = 8
 };
-static const struct spec_options kube = { .limits = &limits,
+static const struct spec_options kube = { .limits = &default_limits,
                                           .default_executor = "kubernetes",
                                           .kubernetes_enabled = true };
 
@@ -91,12 +80,12 @@ static void test_view_and_rejection(void)
 {
     struct spec_view v;
     json_t *doc;
-    char *text =
-        canonical("{\"name\":\"ft\",\"command\":[\"x\"],\"nodes\":2,\"procs_per_node\":3,"
-                  "\"labels\":{\"team\":\"nlp\"}}",
-                  &(struct spec_options){
-                      .limits = &limits, .default_executor = "local", .local_enabled = true },
-                  &v, &doc);
+    char *text = canonical("{\"name\":\"ft\",\"command\":[\"x\"],\"nodes\":2,\"procs_per_node\":3,"
+                           "\"labels\":{\"team\":\"nlp\"}}",
+                           &(struct spec_options){ .limits = &default_limits,
+                                                   .default_executor = "local",
+                                                   .local_enabled = true },
+                           &v, &doc);
     CHECK(text[0] == '{');
     CHECK_STR(v.name, "ft");
     CHECK_STR(v.executor, "local"); /* the daemon's default, though the input has none */
