@@ -170,7 +170,11 @@ static void lowered(struct buf *out, const char *text, size_t len, bool strip)
     buf_reserve(out, len);
     char *o = out->data;
     size_t n = 0;
-    for (size_t i = 0; i < len;) {
+    if (!strip || !memchr(text, 0x1b, len)) { /* nothing to take out: eight bytes at a time */
+        lower_ascii(o, text, len);
+        n = len;
+    }
+    for (size_t i = n; i < len;) {
         size_t esc = strip && text[i] == 0x1b ? words_ansi_len(text + i, len - i) : 0;
         if (esc) {
             i += esc;
