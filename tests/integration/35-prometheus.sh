@@ -87,7 +87,9 @@ prometheus --config.file="$WORK/prometheus.yml" --storage.tsdb.path="$WORK/tsdb"
     --web.listen-address="127.0.0.1:$PROM_PORT" >"$WORK/prometheus.log" 2>&1 &
 PIDS+=($!)
 PROM="http://127.0.0.1:$PROM_PORT"
-for _ in $(seq 1 100); do curl -sf "$PROM/-/ready" >/dev/null && break; sleep 0.1; done
+# Up to 60 s: ready in ~1 s here, but a CI run at 15:35 on 2026-11-22, with the machine's CPU
+# taken by other tenants, saw Prometheus not ready after 10 s, and every check after it failed.
+for _ in $(seq 1 600); do curl -sf "$PROM/-/ready" >/dev/null && break; sleep 0.1; done
 check "prometheus is ready" curl -sf "$PROM/-/ready"
 
 # A 2-rank job that steps for a while on "localhost".
