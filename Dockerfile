@@ -18,7 +18,7 @@ FROM debian:${DEBIAN_VERSION}-slim AS daemon-build
 RUN apt-get update \
     && apt-get install -y --no-install-recommends cmake make gcc libc6-dev pkg-config \
        libmicrohttpd-dev libjansson-dev libsqlite3-dev libcurl4-openssl-dev libyaml-dev \
-       libzstd-dev libssl-dev libgnutls28-dev libfabric-dev \
+       libzstd-dev libssl-dev libgnutls28-dev libfabric-dev libmimalloc-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -28,7 +28,7 @@ RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTY_CUDA=OFF \
 FROM debian:${DEBIAN_VERSION}-slim AS daemon
 RUN apt-get update \
     && apt-get install -y --no-install-recommends ca-certificates libmicrohttpd12 libjansson4 \
-       libsqlite3-0 libcurl4 libyaml-0-2 libzstd1 libssl3 libgnutls30 \
+       libsqlite3-0 libcurl4 libyaml-0-2 libzstd1 libssl3 libgnutls30 libmimalloc2.0 \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --create-home --home-dir /var/lib/trainyard trainyard
 COPY --from=daemon-build /src/build/trainyard /usr/local/bin/trainyard
@@ -56,7 +56,7 @@ RUN apt-get update \
 ENV PKG_CONFIG_PATH=/opt/amazon/efa/lib/pkgconfig
 WORKDIR /src
 COPY . .
-RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTY_CUDA=ON \
+RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTY_CUDA=ON -DTY_MIMALLOC=OFF \
     && cmake --build build -j "$(nproc)" --target trainyard-worker
 
 FROM nvidia/cuda:${CUDA_VERSION}-runtime-${UBUNTU_VERSION} AS worker

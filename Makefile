@@ -9,7 +9,8 @@
 #   make deps       install the Debian packages the build needs (apt-get, idempotent)
 
 BUILD_PKGS := cmake make gcc pkg-config libmicrohttpd-dev libjansson-dev libsqlite3-dev \
-              libcurl4-openssl-dev libyaml-dev libzstd-dev libssl-dev libgnutls28-dev libfabric-dev
+              libcurl4-openssl-dev libyaml-dev libzstd-dev libssl-dev libgnutls28-dev libfabric-dev \
+              libmimalloc-dev
 TEST_PKGS  := curl clang yq libclang-rt-14-dev clang-format valgrind libfabric-bin openssl sqlite3 \
               wrk prometheus chromium procps psmisc jq socat
 # Tools the machine may already have from elsewhere (a newer Node.js): installed from Debian

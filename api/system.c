@@ -11,6 +11,10 @@
 #include "store/metrics.h"
 #include "store/store.h"
 
+#ifdef TY_MIMALLOC
+#include <mimalloc.h>
+#endif
+
 void system_healthz(struct request *req, struct response *res)
 {
     (void)req;
@@ -32,13 +36,26 @@ void system_readyz(struct request *req, struct response *res)
     err_release(&err);
 }
 
+/* "mimalloc" when malloc is mimalloc's (release builds), else "system": checked on a block malloc
+ * returns, so that a build or a link that lost mimalloc says so. */
+static const char *allocator(void)
+{
+    bool mimalloc = false;
+#ifdef TY_MIMALLOC
+    void *p = calloc(1, 64);
+    mimalloc = p && mi_is_in_heap_region(p);
+    free(p);
+#endif
+    return mimalloc ? "mimalloc" : "system";
+}
+
 void system_version(struct request *req, struct response *res)
 {
     char ts[CLOCK_RFC3339_MAX];
     response_json_new(res, 200,
-                      json_pack("{s:s,s:s,s:i}", "version", TY_VERSION, "started_at",
+                      json_pack("{s:s,s:s,s:i,s:s}", "version", TY_VERSION, "started_at",
                                 clock_format(req->api->started_at, ts), "schema",
-                                store_schema_version(req->api->store)));
+                                store_schema_version(req->api->store), "allocator", allocator()));
 }
 
 static void serve_asset(struct response *res, const struct asset *a)

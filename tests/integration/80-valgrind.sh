@@ -4,7 +4,7 @@
 # requests of every kind, tokens, an S3 trigger fed MinIO deliveries, then SIGTERM with a job
 # still running. It must shut down cleanly (threads stopped, everything freed): any leak
 # (definite or indirect) or memory error fails the test. Valgrind cannot run the sanitizer
-# build, so this builds a plain one beside it.
+# build and sees only the system's malloc, so this builds a plain one beside it, without mimalloc.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/hooklib.sh"
 if ! command -v valgrind >/dev/null; then
@@ -13,7 +13,7 @@ if ! command -v valgrind >/dev/null; then
 fi
 VG_BUILD="$TY_BUILD/valgrind-build"
 if ! { cmake -S "$TY_SRC" -B "$VG_BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTY_SANITIZE=OFF \
-    -DTY_FUZZ=OFF >/dev/null && cmake --build "$VG_BUILD" -j2 --target trainyard >/dev/null; }; then
+    -DTY_FUZZ=OFF -DTY_MIMALLOC=OFF >/dev/null && cmake --build "$VG_BUILD" -j2 --target trainyard >/dev/null; }; then
     echo "FAIL: cannot build the plain daemon in $VG_BUILD" >&2
     exit 1
 fi
