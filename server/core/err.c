@@ -8,9 +8,16 @@
 
 #include "server/core/xalloc.h"
 
+/* Not a memset of the whole struct: a request initialises and releases tens of errs, and the
+ * message buffers are only ever read as strings. */
 void err_init(struct err *err)
 {
-    memset(err, 0, sizeof(*err));
+    err->code = ERR_NONE;
+    err->msg[0] = '\0';
+    err->fields = NULL;
+    err->nfields = 0;
+    err->reason[0] = '\0';
+    err->retry_after = 0;
 }
 
 void err_release(struct err *err)
