@@ -122,25 +122,23 @@ const struct route *routes_match(enum http_method method, const char *path, cons
 {
     *allowed = 0;
     enum http_method want = method == HTTP_HEAD ? HTTP_GET : method;
-    const struct route *found = NULL;
     for (size_t i = 0; i < routes_count; i++) {
         const char *ps[4];
         size_t np = 0;
         char scratch[512];
         if (!match(routes[i].pattern, path, ps, &np, scratch, sizeof(scratch)))
             continue;
-        *allowed |= 1u << routes[i].method;
-        if (routes[i].method == HTTP_GET)
-            *allowed |= 1u << HTTP_HEAD;
-        if (routes[i].method == want && !found) {
-            found = &routes[i];
+        if (routes[i].method == want) { /* the first match wins; allowed is for a 405 only */
+            *allowed = 0;
             memcpy(param_buf, scratch, sizeof(scratch));
             for (size_t k = 0; k < np; k++)
                 params[k] = param_buf + (ps[k] - scratch);
             *nparams = np;
+            return &routes[i];
         }
+        *allowed |= 1u << routes[i].method;
+        if (routes[i].method == HTTP_GET)
+            *allowed |= 1u << HTTP_HEAD;
     }
-    if (found)
-        *allowed = 0;
-    return found;
+    return NULL;
 }
