@@ -303,9 +303,9 @@ static void check_quantity(struct walk *w, json_t *v)
 
 static void check_value(struct walk *w, const struct field *f, json_t *v);
 
-/* An object's members in schema order; absent (or null) ones take their default if any. */
-/* One pass over the members finds each field's value (a lookup per field hashed every field
- * name, present or not: a quarter of the validation); a second writes them in schema order. */
+/* An object's members in schema order; absent (or null) ones take their default if any. One
+ * pass over the members finds each field's value (a lookup per field hashed every field name,
+ * present or not: a quarter of the validation), a second checks and writes them in order. */
 static void check_object(struct walk *w, const struct field *fields, json_t *v)
 {
     json_t *given_by_field[FIELDS_MAX] = { 0 };

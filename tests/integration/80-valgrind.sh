@@ -13,7 +13,8 @@ if ! command -v valgrind >/dev/null; then
 fi
 VG_BUILD="$TY_BUILD/valgrind-build"
 if ! { cmake -S "$TY_SRC" -B "$VG_BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTY_SANITIZE=OFF \
-    -DTY_FUZZ=OFF -DTY_MIMALLOC=OFF >/dev/null && cmake --build "$VG_BUILD" -j2 --target trainyard >/dev/null; }; then
+    -DTY_FUZZ=OFF -DTY_MIMALLOC=OFF >/dev/null &&
+    cmake --build "$VG_BUILD" -j2 --target trainyard >/dev/null; }; then
     echo "FAIL: cannot build the plain daemon in $VG_BUILD" >&2
     exit 1
 fi
