@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The daemon `make` builds and `make run` starts: optimised and linked with mimalloc, which the
-# other tests (run on the sanitizer build) never run. A burst of concurrent submissions on
-# keep-alive connections is answered and stored in full; kill -9 and a restart lose none of it;
-# reads page through the jobs; ranks forked from the daemon run and their logs are kept.
+# The daemon `make` builds and `make run` starts, optimised and linked with mimalloc, which no
+# other test runs (they run the sanitizer build; 80-valgrind, one without mimalloc). A burst of
+# concurrent submissions on keep-alive connections is answered and stored in full; kill -9 and a
+# restart lose none of it; reads page through the jobs; ranks forked from the daemon run and
+# their logs are kept.
 source "$(dirname "$0")/lib.sh"
 REL_BUILD="$TY_BUILD/release-build"
 if ! { cmake -S "$TY_SRC" -B "$REL_BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTY_SANITIZE=OFF \
