@@ -258,14 +258,20 @@ static const char *config_flag(int argc, char **argv)
     return getenv("TRAINYARD_CONFIG");
 }
 
+void config_defaults(struct config *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    for (size_t i = 0; i < NOPTIONS; i++)
+        set_value(cfg, &options[i], options[i].def, "default", NULL);
+}
+
 int config_load(struct config *cfg, int argc, char **argv, struct err *err)
 {
     memset(cfg, 0, sizeof(*cfg));
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
             return 1;
-    for (size_t i = 0; i < NOPTIONS; i++)
-        set_value(cfg, &options[i], options[i].def, "default", NULL);
+    config_defaults(cfg);
     const char *file = config_flag(argc, argv);
     cfg->config_file = file ? xstrdup(file) : NULL;
     if (file && load_file(cfg, file, err) < 0)

@@ -59,6 +59,9 @@ struct config {
     struct api_limits limits;
 };
 
+/* Every setting at its default, as the option table gives it: no file, environment or flag read.
+ * Free with config_release(). */
+void config_defaults(struct config *cfg);
 /* Fills cfg from defaults, file, environment and argv (argv[0] is the subcommand). Prints
  * help and returns 1 for --help; -1 with err on a bad setting. */
 int config_load(struct config *cfg, int argc, char **argv, struct err *err);

@@ -8,12 +8,11 @@
 #include "server/core/jsonx.h"
 #include "tests/default_limits.h"
 
-static const struct spec_options local = {
-    .limits = &default_limits, .default_executor = "local", .local_enabled = true, .local_slots = 8
-};
-static const struct spec_options kube = { .limits = &default_limits,
-                                          .default_executor = "kubernetes",
-                                          .kubernetes_enabled = true };
+/* Their limits are the daemon's defaults, set in main. */
+static struct spec_options local = { .default_executor = "local",
+                                     .local_enabled = true,
+                                     .local_slots = 8 };
+static struct spec_options kube = { .default_executor = "kubernetes", .kubernetes_enabled = true };
 
 /* The canonical text of input, or "" when spec_check() rejects it; *doc is the parsed input,
  * which the view borrows from. */
@@ -82,7 +81,7 @@ static void test_view_and_rejection(void)
     json_t *doc;
     char *text = canonical("{\"name\":\"ft\",\"command\":[\"x\"],\"nodes\":2,\"procs_per_node\":3,"
                            "\"labels\":{\"team\":\"nlp\"}}",
-                           &(struct spec_options){ .limits = &default_limits,
+                           &(struct spec_options){ .limits = default_limits(),
                                                    .default_executor = "local",
                                                    .local_enabled = true },
                            &v, &doc);
@@ -118,6 +117,7 @@ static void test_view_and_rejection(void)
 
 int main(void)
 {
+    local.limits = kube.limits = default_limits();
     test_defaults_and_order();
     test_values();
     test_view_and_rejection();
