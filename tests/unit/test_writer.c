@@ -38,7 +38,7 @@ static int apply_probe(struct conn *c, void *arg, struct err *err)
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
 static int pending;
-static bool gate_open;
+static bool gate_held, gate_open;
 
 static void probe_done(void *ctx, int rc, struct err *err)
 {
@@ -57,6 +57,8 @@ static int apply_gate(struct conn *c, void *arg, struct err *err)
 {
     (void)c, (void)arg, (void)err;
     pthread_mutex_lock(&lock);
+    gate_held = true;
+    pthread_cond_broadcast(&cond);
     while (!gate_open)
         pthread_cond_wait(&cond, &lock);
     pthread_mutex_unlock(&lock);
@@ -71,9 +73,14 @@ static void gate_done(void *ctx, int rc, struct err *err)
 /* Runs the probes as one batch and waits for all of them. */
 static void run_batch_of(struct store *st, struct probe *probes, int n)
 {
-    gate_open = false;
+    gate_held = gate_open = false;
     pending = n;
     store_write_async(st, apply_gate, NULL, gate_done, NULL);
+    /* Queued before the writer holds the gate, some probes could join the gate's batch. */
+    pthread_mutex_lock(&lock);
+    while (!gate_held)
+        pthread_cond_wait(&cond, &lock);
+    pthread_mutex_unlock(&lock);
     for (int i = 0; i < n; i++)
         store_write_async(st, apply_probe, &probes[i], probe_done, &probes[i]);
     pthread_mutex_lock(&lock);
