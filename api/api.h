@@ -1,6 +1,6 @@
 /*
- * api: trainyard's HTTP API without HTTP. server/http.c turns each libmicrohttpd request into a
- * struct request, calls api_handle(), and sends back the struct response; everything in between
+ * api: trainyard's HTTP API without HTTP. server/http/http.c turns each libmicrohttpd request into
+ * a struct request, calls api_handle(), and sends back the struct response; everything in between
  * (routing, authentication, scopes, limits, handlers, problem+json) lives here and is tested
  * without a socket.
  *
@@ -24,8 +24,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "server/core/buf.h"
-#include "server/core/err.h"
+#include "core/buf.h"
+#include "core/err.h"
 
 struct store;
 struct notify;
@@ -57,7 +57,7 @@ struct principal {
     char job_id[32]; /* worker tokens: the job they are bound to */
 };
 
-/* Limits on what a client may send; see server/config.c for the defaults and config keys. */
+/* Limits on what a client may send; see server/daemon/config.c for the defaults and config keys. */
 struct api_limits {
     size_t max_body_bytes;
     int max_json_depth;
@@ -75,7 +75,7 @@ struct api_limits {
     int rate_burst;
 };
 
-/* Calls from the API into the daemon, set by server/main.c. Each may be NULL. */
+/* Calls from the API into the daemon, set by server/daemon/main.c. Each may be NULL. */
 struct api_hooks {
     void *ctx;
     void (*job_changed)(void *ctx, int64_t job_pk); /* a job was created, cancelled, resumed */

@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "server/core/buf.h"
+#include "core/buf.h"
 
 struct route;
 

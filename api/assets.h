@@ -1,5 +1,5 @@
 /*
- * assets: files compiled into the binary at build time (server/embed.cmake): the web page under
+ * assets: files compiled into the binary at build time (api/embed.cmake): the web page under
  * web/ and openapi/openapi.yaml. Read-only, static storage.
  */
 #ifndef TY_ASSETS_H

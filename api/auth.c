@@ -9,8 +9,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "server/core/clock.h"
-#include "server/core/crypto.h"
+#include "core/clock.h"
+#include "core/crypto.h"
 #include "store/tokens.h"
 
 const char *scope_name(enum scope s)

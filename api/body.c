@@ -5,8 +5,8 @@
 #include <strings.h>
 
 #include "api/api.h"
-#include "server/core/jsonx.h"
-#include "server/core/yamljson.h"
+#include "core/jsonx.h"
+#include "core/yamljson.h"
 
 /* Compares the media type part of a Content-Type header ("application/json; charset=utf-8"). */
 static bool media_is(const char *ctype, const char *media)

@@ -5,8 +5,8 @@
 #include "api/auth.h"
 #include "api/ratelimit.h"
 #include "api/routes.h"
-#include "server/core/buf.h"
-#include "server/core/crypto.h"
+#include "core/buf.h"
+#include "core/crypto.h"
 
 static void method_not_allowed(struct request *req, struct response *res, unsigned allowed)
 {

@@ -4,8 +4,8 @@
  */
 #include "api/healthview.h"
 
-#include "server/core/clock.h"
-#include "server/core/jsonx.h"
+#include "core/clock.h"
+#include "core/jsonx.h"
 #include "store/nodes.h"
 
 enum level { OK, DEGRADED, FAILING };

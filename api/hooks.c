@@ -4,7 +4,8 @@
  * (size cap, auth on the raw bytes, parse, SNS signature, rules, dedupe keys), then one store
  * write records the delivery, dedupes its id and its objects and keeps each new object as a
  * pending submission; the answer (the status each sender needs, docs/triggers.md) goes out after
- * that COMMIT, and the trigger loop (server/triggerloop.c) submits the jobs in the background.
+ * that COMMIT, and the trigger loop (server/outbound/triggerloop.c) submits the jobs in the
+ * background.
  *
  * An unknown trigger answers exactly as a known one whose credentials do not match, so trigger
  * ids cannot be probed. Rejections say only "could not be authenticated"; the reason is in the
@@ -16,10 +17,10 @@
  */
 #include "api/handlers.h"
 #include "api/triggercfg.h"
-#include "server/core/clock.h"
-#include "server/core/jsonx.h"
-#include "server/core/log.h"
-#include "server/core/xalloc.h"
+#include "core/clock.h"
+#include "core/jsonx.h"
+#include "core/log.h"
+#include "core/xalloc.h"
 
 #define AUTH_DETAIL "the request could not be authenticated for this trigger"
 

@@ -4,8 +4,8 @@
  * writes. Pure; thread-safe. */
 #include "api/job_json.h"
 
-#include "server/core/clock.h"
-#include "server/core/jsonx.h"
+#include "core/clock.h"
+#include "core/jsonx.h"
 
 /* ,"key": (the first member of an object is written with its brace by the caller) */
 static void key(struct buf *out, const char *k)

@@ -2,9 +2,9 @@
 #include <jansson.h>
 
 #include "api/logfmt.h"
-#include "server/core/clock.h"
-#include "server/core/jsonx.h"
-#include "server/core/utf8.h"
+#include "core/clock.h"
+#include "core/jsonx.h"
+#include "core/utf8.h"
 
 void logfmt_strip_ansi(struct buf *out, const char *s, size_t len)
 {

@@ -9,7 +9,7 @@
 
 #include <stdbool.h>
 
-#include "server/core/buf.h"
+#include "core/buf.h"
 #include "store/logs.h"
 
 enum log_format { LOGFMT_TEXT, LOGFMT_NDJSON, LOGFMT_SSE };

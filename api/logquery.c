@@ -3,10 +3,10 @@
 
 #include <strings.h>
 
-#include "server/core/buf.h"
-#include "server/core/clock.h"
-#include "server/core/parse.h"
-#include "server/core/xalloc.h"
+#include "core/buf.h"
+#include "core/clock.h"
+#include "core/parse.h"
+#include "core/xalloc.h"
 
 static const char *const allowed[][16] = {
     [LOGQ_READ] = { "rank", "stream", "since", "until", "q", "after", "before", "limit", "tail",

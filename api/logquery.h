@@ -7,7 +7,7 @@
 
 #include "api/api.h"
 #include "api/logfmt.h"
-#include "server/core/logmatch.h"
+#include "store/logmatch.h"
 #include "store/jobs.h"
 #include "store/logs.h"
 

@@ -12,9 +12,9 @@
 #include "api/job_json.h"
 #include "api/logfmt.h"
 #include "api/logquery.h"
-#include "server/core/clock.h"
-#include "server/core/notify.h"
-#include "server/core/xalloc.h"
+#include "core/clock.h"
+#include "core/notify.h"
+#include "core/xalloc.h"
 #include "store/jobs.h"
 
 #define FOLLOW_BATCH 2000

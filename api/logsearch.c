@@ -7,8 +7,8 @@
 #include "api/job_json.h"
 #include "api/logfmt.h"
 #include "api/logquery.h"
-#include "server/core/clock.h"
-#include "server/core/xalloc.h"
+#include "core/clock.h"
+#include "core/xalloc.h"
 
 struct hits {
     json_t *matches;

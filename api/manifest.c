@@ -5,9 +5,9 @@
  */
 #include "api/manifest.h"
 
-#include "server/core/jsonx.h"
-#include "server/core/names.h"
-#include "server/core/parse.h"
+#include "core/jsonx.h"
+#include "job/names.h"
+#include "core/parse.h"
 
 bool manifest_detect(const json_t *doc)
 {

@@ -12,7 +12,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "server/core/err.h"
+#include "core/err.h"
 
 /* True when doc names a Kubernetes kind (apiVersion and kind at the top). */
 bool manifest_detect(const json_t *doc);

@@ -6,8 +6,8 @@
 #include "api/manifest_submit.h"
 
 #include "api/manifest.h"
-#include "api/spec.h"
-#include "server/core/parse.h"
+#include "job/spec.h"
+#include "core/parse.h"
 
 /* A user's manifest goes past the API server's own checks (webhooks, schemas) before it is
  * recorded, so that a refused one is refused here, with the Kubernetes Status. An unreachable

@@ -8,9 +8,9 @@
  * Executors avoid marked nodes when they place ranks.
  */
 #include "api/handlers.h"
-#include "server/core/jsonx.h"
-#include "server/core/names.h"
-#include "server/core/xalloc.h"
+#include "core/jsonx.h"
+#include "job/names.h"
+#include "core/xalloc.h"
 #include "store/nodes.h"
 #include "store/tokens.h"
 

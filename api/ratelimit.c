@@ -7,8 +7,8 @@
 
 #include <pthread.h>
 
-#include "server/core/clock.h"
-#include "server/core/xalloc.h"
+#include "core/clock.h"
+#include "core/xalloc.h"
 
 #define BUCKETS 1024
 

@@ -15,10 +15,10 @@
 
 #include "api/handlers.h"
 #include "api/job_json.h"
-#include "server/core/clock.h"
-#include "server/core/jsonx.h"
-#include "server/core/parse.h"
-#include "server/core/xalloc.h"
+#include "core/clock.h"
+#include "core/jsonx.h"
+#include "core/parse.h"
+#include "core/xalloc.h"
 #include "store/jobs.h"
 #include "store/rendezvous.h"
 

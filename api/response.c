@@ -5,9 +5,9 @@
 #include <stdarg.h>
 
 #include "api/api.h"
-#include "server/core/jsonx.h"
-#include "server/core/log.h"
-#include "server/core/xalloc.h"
+#include "core/jsonx.h"
+#include "core/log.h"
+#include "core/xalloc.h"
 
 static const struct {
     int status;

@@ -3,8 +3,8 @@
 
 #include <ctype.h>
 
-#include "server/core/names.h"
-#include "server/core/xalloc.h"
+#include "job/names.h"
+#include "core/xalloc.h"
 
 static char *trim(char *s)
 {

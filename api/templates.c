@@ -8,11 +8,11 @@
  */
 #include "api/handlers.h"
 #include "api/jobs.h"
-#include "api/spec.h"
-#include "server/core/clock.h"
-#include "server/core/jsonx.h"
-#include "server/core/names.h"
-#include "server/trigger/jobtemplate.h"
+#include "job/spec.h"
+#include "core/clock.h"
+#include "core/jsonx.h"
+#include "job/names.h"
+#include "trigger/jobtemplate.h"
 #include "store/templates.h"
 
 static const char *const builtin_placeholders[][2] = {

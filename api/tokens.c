@@ -4,10 +4,10 @@
  */
 #include "api/auth.h"
 #include "api/handlers.h"
-#include "server/core/clock.h"
-#include "server/core/jsonx.h"
-#include "server/core/names.h"
-#include "server/core/parse.h"
+#include "core/clock.h"
+#include "core/jsonx.h"
+#include "job/names.h"
+#include "core/parse.h"
 #include "store/tokens.h"
 
 static json_t *token_json(const struct token *t)

@@ -5,8 +5,8 @@
  */
 #include "api/triggercfg.h"
 
-#include "server/core/jsonx.h"
-#include "server/core/xalloc.h"
+#include "core/jsonx.h"
+#include "core/xalloc.h"
 
 static const char *const rule_keys[] = { "bucket", "prefix", "suffix", "events", "min_size" };
 static const char *const auth_keys[] = { "mode", "header", "topic_arns", "tolerance_s", "secrets" };

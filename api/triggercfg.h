@@ -1,6 +1,6 @@
 /*
  * triggercfg: a stored trigger (store/triggers.h) as the library's struct trigger
- * (server/trigger/trigger.h), and back: the JSON shapes of a trigger's rule and auth in the
+ * (trigger/trigger.h), and back: the JSON shapes of a trigger's rule and auth in the
  * API and in the store are the same, so one parser serves the hook path and saving.
  *
  *   rule: {"bucket": "datasets", "prefix": "incoming/", "suffix": ".tar",
@@ -14,8 +14,8 @@
 
 #include <jansson.h>
 
-#include "server/core/err.h"
-#include "server/trigger/trigger.h"
+#include "core/err.h"
+#include "trigger/trigger.h"
 #include "store/triggers.h"
 
 /* Owns the JSON and arrays that t points into. */

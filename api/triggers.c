@@ -7,14 +7,14 @@
  */
 #include "api/handlers.h"
 #include "api/triggercfg.h"
-#include "server/core/clock.h"
-#include "server/core/crypto.h"
-#include "server/core/jsonx.h"
-#include "server/core/names.h"
-#include "server/core/parse.h"
-#include "server/core/xalloc.h"
-#include "server/trigger/jobtemplate.h"
-#include "server/trigger/stdwebhook.h"
+#include "core/clock.h"
+#include "core/crypto.h"
+#include "core/jsonx.h"
+#include "job/names.h"
+#include "core/parse.h"
+#include "core/xalloc.h"
+#include "trigger/jobtemplate.h"
+#include "trigger/stdwebhook.h"
 #include "store/templates.h"
 
 static const char *const trigger_keys[] = { "name", "template", "values", "sender",

@@ -2,16 +2,16 @@
  * webhooks: the outbound webhook routes (admin). A webhook is a URL, the job events it wants, a
  * Standard Webhooks secret (made when not given, shown once) and a format (standard JSON or
  * Slack). Handlers only record: the test button queues a message in the outbox and the delivery
- * loop (server/notifier.c) sends it, so no handler waits on a receiver.
+ * loop (server/outbound/notifier.c) sends it, so no handler waits on a receiver.
  */
 #include "api/handlers.h"
-#include "server/core/clock.h"
-#include "server/core/crypto.h"
-#include "server/core/jsonx.h"
-#include "server/core/parse.h"
-#include "server/core/xalloc.h"
-#include "server/trigger/stdwebhook.h"
-#include "server/trigger/webhook.h"
+#include "core/clock.h"
+#include "core/crypto.h"
+#include "core/jsonx.h"
+#include "core/parse.h"
+#include "core/xalloc.h"
+#include "trigger/stdwebhook.h"
+#include "trigger/webhook.h"
 #include "store/webhooks.h"
 
 static const char *const webhook_keys[] = {

@@ -20,7 +20,7 @@
 #include <time.h>
 
 #include "bench/logmix.h"
-#include "server/core/clock.h"
+#include "core/clock.h"
 #include "server/diag/classify.h"
 #include "server/diag/diag.h"
 #include "server/diag/progparse.h"

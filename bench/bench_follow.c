@@ -10,9 +10,9 @@
 #include <curl/curl.h>
 #include <time.h>
 
-#include "server/core/buf.h"
-#include "server/core/clock.h"
-#include "server/core/xalloc.h"
+#include "core/buf.h"
+#include "core/clock.h"
+#include "core/xalloc.h"
 
 struct follower {
     CURL *curl;

@@ -19,11 +19,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "server/core/clock.h"
-#include "server/core/jsonx.h"
-#include "server/core/parse.h"
-#include "server/core/xalloc.h"
-#include "server/trigger/stdwebhook.h"
+#include "core/clock.h"
+#include "core/jsonx.h"
+#include "core/parse.h"
+#include "core/xalloc.h"
+#include "trigger/stdwebhook.h"
 
 #define TOKEN "ty_benchadmintoken0123456789abcdefghij"
 

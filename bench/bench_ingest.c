@@ -22,12 +22,12 @@
 #include <unistd.h>
 
 #include "bench/logmix.h"
-#include "server/collect.h"
-#include "server/core/clock.h"
-#include "server/core/logrec.h"
-#include "server/core/notify.h"
+#include "server/ingest/collect.h"
+#include "core/clock.h"
+#include "server/ingest/logrec.h"
+#include "core/notify.h"
 #include "server/diag/diag.h"
-#include "server/health.h"
+#include "server/health/health.h"
 #include "store/jobs.h"
 #include "store/store.h"
 

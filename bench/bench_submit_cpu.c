@@ -12,10 +12,10 @@
 
 #include "api/api.h"
 #include "api/jobs.h"
-#include "api/spec.h"
-#include "server/core/buf.h"
-#include "server/core/jsonx.h"
-#include "server/core/parse.h"
+#include "job/spec.h"
+#include "core/buf.h"
+#include "core/jsonx.h"
+#include "core/parse.h"
 #include "store/store.h"
 
 static const char body[] =

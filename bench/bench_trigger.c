@@ -10,12 +10,12 @@
 #include <stdlib.h>
 #include <strings.h>
 
-#include "server/core/clock.h"
-#include "server/core/jsonx.h"
-#include "server/core/parse.h"
-#include "server/trigger/jobtemplate.h"
-#include "server/trigger/stdwebhook.h"
-#include "server/trigger/trigger.h"
+#include "core/clock.h"
+#include "core/jsonx.h"
+#include "core/parse.h"
+#include "trigger/jobtemplate.h"
+#include "trigger/stdwebhook.h"
+#include "trigger/trigger.h"
 
 #define SECRET "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 

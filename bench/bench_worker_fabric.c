@@ -12,8 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "server/core/clock.h"
-#include "server/core/xalloc.h"
+#include "core/clock.h"
+#include "core/xalloc.h"
 #include "worker/fabric.h"
 
 static const size_t sizes[] = { 1u << 20, 16u << 20, 64u << 20 };

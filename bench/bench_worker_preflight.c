@@ -7,7 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "server/core/clock.h"
+#include "core/clock.h"
 #include "worker/checks.h"
 
 static void run(int rank, int world, const char *spec, int print)

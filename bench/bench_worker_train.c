@@ -8,7 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "server/core/clock.h"
+#include "core/clock.h"
 #include "worker/train.h"
 
 #define STEPS 600

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "server/core/xalloc.h"
+#include "core/xalloc.h"
 
 #define NRANKS 8
 

@@ -4,8 +4,8 @@
  * the writer thread, so the check-and-insert of a dedupe key cannot race another delivery;
  * reads on the caller's connection.
  */
-#include "server/core/jsonx.h"
-#include "server/core/xalloc.h"
+#include "core/jsonx.h"
+#include "core/xalloc.h"
 #include "store/internal.h"
 #include "store/triggers.h"
 

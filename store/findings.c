@@ -6,9 +6,9 @@
  */
 #include "store/findings.h"
 
-#include "server/core/clock.h"
-#include "server/core/jsonx.h"
-#include "server/core/xalloc.h"
+#include "core/clock.h"
+#include "core/jsonx.h"
+#include "core/xalloc.h"
 #include "store/internal.h"
 
 enum {

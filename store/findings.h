@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "server/core/err.h"
+#include "core/err.h"
 #include "store/store.h"
 
 /* What to save for one attempt. A NULL member (or stalled < 0) keeps what is stored. All

@@ -1,10 +1,10 @@
 /*
  * store/job_update: the one way a stored job changes after insertion (store_job_update) and the
  * job's event timeline. A state change is checked against the transition table of
- * server/core/jobstate in the same transaction that applies it, so two writers racing (a cancel
+ * job/jobstate in the same transaction that applies it, so two writers racing (a cancel
  * and an exit) cannot produce an impossible sequence.
  */
-#include "server/core/clock.h"
+#include "core/clock.h"
 #include "store/internal.h"
 #include "store/jobs.h"
 

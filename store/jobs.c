@@ -5,9 +5,9 @@
  */
 #include "store/jobs.h"
 
-#include "server/core/buf.h"
-#include "server/core/clock.h"
-#include "server/core/xalloc.h"
+#include "core/buf.h"
+#include "core/clock.h"
+#include "core/xalloc.h"
 #include "store/internal.h"
 #include "store/logcache.h"
 #include "store/tokens.h"

@@ -3,7 +3,7 @@
  *
  * A job is inserted once (store_job_insert) and then only changed through store_job_update(),
  * which applies a state transition, rank changes and events in one transaction after checking
- * the transition against server/core/jobstate. Readers get heap copies (struct job, struct rank)
+ * the transition against job/jobstate. Readers get heap copies (struct job, struct rank)
  * that they free with job_free() / ranks_free().
  */
 #ifndef TY_STORE_JOBS_H
@@ -14,8 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "server/core/err.h"
-#include "server/core/jobstate.h"
+#include "core/err.h"
+#include "job/jobstate.h"
 #include "store/store.h"
 
 struct job {

@@ -7,7 +7,7 @@
 
 #include <zstd.h>
 
-#include "server/core/xalloc.h"
+#include "core/xalloc.h"
 
 static void put_varint(struct buf *b, uint64_t v)
 {

@@ -10,8 +10,8 @@
 #ifndef TY_LOGBLOCK_H
 #define TY_LOGBLOCK_H
 
-#include "server/core/buf.h"
-#include "server/core/words.h"
+#include "core/buf.h"
+#include "store/words.h"
 #include "store/logs.h"
 
 struct logblock {

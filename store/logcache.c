@@ -3,8 +3,8 @@
 
 #include <pthread.h>
 
-#include "server/core/clock.h"
-#include "server/core/xalloc.h"
+#include "core/clock.h"
+#include "core/xalloc.h"
 
 #define JOB_MAX_LINES 4096
 #define JOB_MAX_BYTES (2u << 20)

@@ -4,7 +4,7 @@
  * range or Bloom filter rules them out. Runs in one read transaction on the caller's
  * connection.
  */
-#include "server/core/xalloc.h"
+#include "core/xalloc.h"
 #include "store/internal.h"
 #include "store/logblock.h"
 #include "store/logcache.h"

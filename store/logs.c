@@ -5,7 +5,7 @@
  */
 #include "store/logs.h"
 
-#include "server/core/xalloc.h"
+#include "core/xalloc.h"
 #include "store/internal.h"
 #include "store/logblock.h"
 #include "store/logcache.h"

@@ -20,8 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "server/core/err.h"
-#include "server/core/logmatch.h"
+#include "core/err.h"
+#include "store/logmatch.h"
 #include "store/store.h"
 
 #define LOG_SEAL_LINES 1024

@@ -9,7 +9,7 @@
  */
 #include "store/metrics.h"
 
-#include "server/core/xalloc.h"
+#include "core/xalloc.h"
 #include "store/internal.h"
 #include "store/metrics_internal.h"
 

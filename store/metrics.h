@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "server/core/err.h"
+#include "core/err.h"
 #include "store/store.h"
 
 #define METRIC_NAME_MAX 64

@@ -9,8 +9,8 @@
  */
 #include <math.h>
 
-#include "server/core/jsonx.h"
-#include "server/core/xalloc.h"
+#include "core/jsonx.h"
+#include "core/xalloc.h"
 #include "store/internal.h"
 #include "store/metrics.h"
 #include "store/metrics_internal.h"

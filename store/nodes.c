@@ -4,8 +4,8 @@
  */
 #include "store/nodes.h"
 
-#include "server/core/clock.h"
-#include "server/core/xalloc.h"
+#include "core/clock.h"
+#include "core/xalloc.h"
 #include "store/internal.h"
 
 enum {

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "server/core/err.h"
+#include "core/err.h"
 #include "store/store.h"
 
 struct node_mark {

@@ -4,8 +4,8 @@
  * keeps each job's messages in order. Writes run on the writer thread; reads on the caller's
  * connection.
  */
-#include "server/core/jsonx.h"
-#include "server/core/xalloc.h"
+#include "core/jsonx.h"
+#include "core/xalloc.h"
 #include "store/internal.h"
 #include "store/webhooks.h"
 

@@ -1,8 +1,8 @@
 /* store/rendezvous: SQL for rendezvous keys and barrier arrivals. */
 #include "store/rendezvous.h"
 
-#include "server/core/clock.h"
-#include "server/core/xalloc.h"
+#include "core/clock.h"
+#include "core/xalloc.h"
 #include "store/internal.h"
 
 enum { R_GET, R_SET, R_ARRIVE, R_ARRIVED };

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "server/core/err.h"
+#include "core/err.h"
 #include "store/store.h"
 
 /* Sets key to value; *created tells whether the key is new. */

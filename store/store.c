@@ -8,7 +8,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "server/core/xalloc.h"
+#include "core/xalloc.h"
 #include "store/logcache.h"
 #include "store/tokens.h"
 

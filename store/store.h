@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "server/core/err.h"
+#include "core/err.h"
 
 struct store;
 

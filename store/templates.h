@@ -1,6 +1,6 @@
 /*
  * store/templates: named job templates (a job spec with ${VARIABLES}, see
- * server/trigger/jobtemplate.h). The store keeps the text; validation happens in the API.
+ * trigger/jobtemplate.h). The store keeps the text; validation happens in the API.
  * Readers get heap copies that they free with template_def_free() / template_defs_free().
  */
 #ifndef TY_STORE_TEMPLATES_H
@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "server/core/err.h"
+#include "core/err.h"
 #include "store/store.h"
 
 struct template_def {

@@ -6,8 +6,8 @@
 
 #include <pthread.h>
 
-#include "server/core/clock.h"
-#include "server/core/xalloc.h"
+#include "core/clock.h"
+#include "core/xalloc.h"
 #include "store/internal.h"
 
 enum {

@@ -7,7 +7,7 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#include "server/core/err.h"
+#include "core/err.h"
 #include "store/store.h"
 
 struct token {

@@ -6,7 +6,7 @@
  */
 #include "store/triggers.h"
 
-#include "server/core/xalloc.h"
+#include "core/xalloc.h"
 #include "store/internal.h"
 #include "store/tokens.h"
 

@@ -5,7 +5,7 @@
  */
 #include "store/webhooks.h"
 
-#include "server/core/xalloc.h"
+#include "core/xalloc.h"
 #include "store/internal.h"
 #include "store/tokens.h"
 

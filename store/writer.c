@@ -15,8 +15,8 @@
 #include <stdbool.h>
 #include <sys/statvfs.h>
 
-#include "server/core/clock.h"
-#include "server/core/xalloc.h"
+#include "core/clock.h"
+#include "core/xalloc.h"
 #include "store/internal.h"
 
 struct wop {

@@ -1,6 +1,6 @@
 /*
- * default_limits: the daemon's default request limits, from server/config.c's option table (not
- * the environment), for the tests and fuzz targets that validate specs as a default daemon
+ * default_limits: the daemon's default request limits, from server/daemon/config.c's option table
+ * (not the environment), for the tests and fuzz targets that validate specs as a default daemon
  * would. For single-threaded callers.
  */
 #ifndef TY_TESTS_DEFAULT_LIMITS_H
@@ -9,7 +9,7 @@
 #include <stdbool.h>
 
 #include "api/api.h"
-#include "server/config.h"
+#include "server/daemon/config.h"
 
 static inline const struct api_limits *default_limits(void)
 {

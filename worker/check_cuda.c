@@ -36,7 +36,7 @@ void check_cuda(struct check_ctx *c)
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
-#include "server/core/xalloc.h"
+#include "core/xalloc.h"
 #include "worker/dynlib.h"
 #include "worker/gpuref.h"
 

@@ -11,8 +11,8 @@
  */
 #include <stdlib.h>
 
-#include "server/core/clock.h"
-#include "server/core/xalloc.h"
+#include "core/clock.h"
+#include "core/xalloc.h"
 #include "worker/checks.h"
 #include "worker/fabric.h"
 

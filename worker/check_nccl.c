@@ -37,8 +37,8 @@ void check_nccl(struct check_ctx *c)
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
-#include "server/core/clock.h"
-#include "server/core/xalloc.h"
+#include "core/clock.h"
+#include "core/xalloc.h"
 #include "worker/dynlib.h"
 
 /* Every function of NCCL and the CUDA runtime this file calls, as nc.<name>. */

@@ -11,9 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "server/core/buf.h"
-#include "server/core/crypto.h"
-#include "server/core/xalloc.h"
+#include "core/buf.h"
+#include "core/crypto.h"
+#include "core/xalloc.h"
 
 #define MAGIC "TYCKPT01"
 #define BOM   0x01020304u

@@ -15,7 +15,7 @@
 #ifndef TY_WORKER_DYNLIB_H
 #define TY_WORKER_DYNLIB_H
 
-#include "server/core/err.h"
+#include "core/err.h"
 
 /* dlopen(soname, RTLD_NOW | RTLD_LOCAL) with the signal dispositions kept. what names the
  * library in messages ("CUDA runtime"). NULL with ERR_NOT_FOUND, "CUDA runtime not found

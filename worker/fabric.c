@@ -24,8 +24,8 @@
 #include <sched.h>
 #include <unistd.h>
 
-#include "server/core/clock.h"
-#include "server/core/xalloc.h"
+#include "core/clock.h"
+#include "core/xalloc.h"
 #include "worker/dynlib.h"
 
 #define FABRIC_VERSION FI_VERSION(1, 10)

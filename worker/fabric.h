@@ -16,8 +16,8 @@
 
 #include <stddef.h>
 
-#include "server/core/buf.h"
-#include "server/core/err.h"
+#include "core/buf.h"
+#include "core/err.h"
 #include "worker/rdzv.h"
 
 struct fabric;

@@ -8,7 +8,7 @@
 #include <curl/curl.h>
 #include <pthread.h>
 
-#include "server/core/xalloc.h"
+#include "core/xalloc.h"
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
 

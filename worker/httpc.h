@@ -5,8 +5,8 @@
 #ifndef TY_WORKER_HTTPC_H
 #define TY_WORKER_HTTPC_H
 
-#include "server/core/buf.h"
-#include "server/core/err.h"
+#include "core/buf.h"
+#include "core/err.h"
 
 struct httpc {
     void *curl;    /* CURL * */

@@ -12,7 +12,7 @@
 #include <signal.h>
 #include <stdlib.h>
 
-#include "server/core/parse.h"
+#include "core/parse.h"
 #include "worker/preflight.h"
 #include "worker/rankenv.h"
 #include "worker/run.h"

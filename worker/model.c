@@ -8,7 +8,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "server/core/xalloc.h"
+#include "core/xalloc.h"
 
 void model_init(struct model *m, const struct model_config *cfg, int batch_cap)
 {

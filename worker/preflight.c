@@ -10,10 +10,10 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "server/core/clock.h"
-#include "server/core/jsonx.h"
-#include "server/core/parse.h"
-#include "server/core/xalloc.h"
+#include "core/clock.h"
+#include "core/jsonx.h"
+#include "core/parse.h"
+#include "core/xalloc.h"
 #include "worker/checks.h"
 #include "worker/reporter.h"
 

@@ -6,7 +6,7 @@
 
 #include <stdlib.h>
 
-#include "server/core/parse.h"
+#include "core/parse.h"
 
 const char *rankenv_get(const char *name)
 {

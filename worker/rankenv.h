@@ -6,7 +6,7 @@
 #ifndef TY_WORKER_RANKENV_H
 #define TY_WORKER_RANKENV_H
 
-#include "server/core/err.h"
+#include "core/err.h"
 
 struct rankenv {
     int rank;

@@ -11,9 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "server/core/clock.h"
-#include "server/core/crypto.h"
-#include "server/core/xalloc.h"
+#include "core/clock.h"
+#include "core/crypto.h"
+#include "core/xalloc.h"
 
 struct rdzv_dir {
     struct rdzv base;

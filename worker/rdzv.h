@@ -18,8 +18,8 @@
 #ifndef TY_WORKER_RDZV_H
 #define TY_WORKER_RDZV_H
 
-#include "server/core/buf.h"
-#include "server/core/err.h"
+#include "core/buf.h"
+#include "core/err.h"
 #include "worker/rankenv.h"
 
 struct rdzv;

@@ -9,9 +9,9 @@
  */
 #include "worker/rdzv_internal.h"
 
-#include "server/core/clock.h"
-#include "server/core/jsonx.h"
-#include "server/core/xalloc.h"
+#include "core/clock.h"
+#include "core/jsonx.h"
+#include "core/xalloc.h"
 #include "worker/httpc.h"
 
 struct rdzv_http {

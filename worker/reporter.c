@@ -9,9 +9,9 @@
 #include <pthread.h>
 #include <time.h>
 
-#include "server/core/clock.h"
-#include "server/core/jsonx.h"
-#include "server/core/xalloc.h"
+#include "core/clock.h"
+#include "core/jsonx.h"
+#include "core/xalloc.h"
 #include "worker/httpc.h"
 #include "worker/metrics.h"
 

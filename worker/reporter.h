@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "server/core/err.h"
+#include "core/err.h"
 
 struct reporter;
 

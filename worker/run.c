@@ -16,10 +16,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "server/core/buf.h"
-#include "server/core/clock.h"
-#include "server/core/parse.h"
-#include "server/core/xalloc.h"
+#include "core/buf.h"
+#include "core/clock.h"
+#include "core/parse.h"
+#include "core/xalloc.h"
 #include "worker/metrics.h"
 
 #define LINE_MAX_BYTES (64 * 1024)

@@ -16,7 +16,7 @@
 
 #include <stdint.h>
 
-#include "server/core/err.h"
+#include "core/err.h"
 #include "worker/rankenv.h"
 #include "worker/reporter.h"
 

@@ -14,9 +14,9 @@
 #include <math.h>
 #include <signal.h>
 
-#include "server/core/clock.h"
-#include "server/core/crypto.h"
-#include "server/core/xalloc.h"
+#include "core/clock.h"
+#include "core/crypto.h"
+#include "core/xalloc.h"
 #include "worker/ckpt.h"
 #include "worker/fabric.h"
 #include "worker/model.h"

@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "server/core/err.h"
+#include "core/err.h"
 #include "worker/rankenv.h"
 
 struct train_opts {

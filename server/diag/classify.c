@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/core/utf8.h"
+#include "core/utf8.h"
 
 #define MAX_SLOTS 512
 #define STRIDE    4    /* the shortest anchor scanned is STRIDE + 3 bytes ("SIGSEGV") */

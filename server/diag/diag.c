@@ -18,8 +18,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "server/core/clock.h"
-#include "server/core/xalloc.h"
+#include "core/clock.h"
+#include "core/xalloc.h"
 #include "server/diag/diag_internal.h"
 
 void diag_options_default(struct diag_options *o)

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/core/jsonx.h"
-#include "server/core/xalloc.h"
+#include "core/jsonx.h"
+#include "core/xalloc.h"
 #include "server/diag/diag_internal.h"
 
 static int64_t ftime(const struct finding *f)

@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/core/clock.h"
-#include "server/core/jsonx.h"
-#include "server/core/xalloc.h"
+#include "core/clock.h"
+#include "core/jsonx.h"
+#include "core/xalloc.h"
 
 struct rank_prog {
     int64_t step;      /* -1 until a step is seen */

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "server/core/jsonx.h"
+#include "core/jsonx.h"
 
 void retry_policy_default(struct retry_policy *p)
 {

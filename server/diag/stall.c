@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/core/clock.h"
-#include "server/core/jsonx.h"
-#include "server/core/xalloc.h"
+#include "core/clock.h"
+#include "core/jsonx.h"
+#include "core/xalloc.h"
 #include "server/diag/classify.h"
 
 void stall_options_default(struct stall_options *o)

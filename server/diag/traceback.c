@@ -11,7 +11,7 @@
 #include <ctype.h>
 #include <string.h>
 
-#include "server/core/xalloc.h"
+#include "core/xalloc.h"
 
 enum state { IDLE, FRAMES, TORCHRUN };
 

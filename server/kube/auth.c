@@ -16,10 +16,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "server/core/buf.h"
-#include "server/core/clock.h"
-#include "server/core/jsonx.h"
-#include "server/core/xalloc.h"
+#include "core/buf.h"
+#include "core/clock.h"
+#include "core/jsonx.h"
+#include "core/xalloc.h"
 
 extern char **environ;
 

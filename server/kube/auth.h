@@ -15,8 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "server/core/buf.h"
-#include "server/core/err.h"
+#include "core/buf.h"
+#include "core/err.h"
 #include "server/kube/kubeconfig.h"
 
 struct kube_auth;

@@ -11,9 +11,9 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "server/core/clock.h"
-#include "server/core/jsonx.h"
-#include "server/core/xalloc.h"
+#include "core/clock.h"
+#include "core/jsonx.h"
+#include "core/xalloc.h"
 #include "server/kube/auth.h"
 
 #define DEFAULT_TIMEOUT_MS 30000

@@ -23,8 +23,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "server/core/buf.h"
-#include "server/core/err.h"
+#include "core/buf.h"
+#include "core/err.h"
 #include "server/kube/kubeconfig.h"
 
 struct kube_client;

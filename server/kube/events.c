@@ -5,8 +5,8 @@
  */
 #include "server/kube/events.h"
 
-#include "server/core/clock.h"
-#include "server/core/jsonx.h"
+#include "core/clock.h"
+#include "core/jsonx.h"
 
 void kube_event_subject(const json_t *ev, const char **kind, const char **name, const char **uid)
 {

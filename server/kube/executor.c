@@ -6,9 +6,9 @@
  */
 #include <stdlib.h>
 
-#include "server/core/clock.h"
-#include "server/core/jsonx.h"
-#include "server/core/xalloc.h"
+#include "core/clock.h"
+#include "core/jsonx.h"
+#include "core/xalloc.h"
 #include "server/kube/internal.h"
 
 #define ADOPT_WAIT (30 * NS_PER_SEC)

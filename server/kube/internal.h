@@ -9,7 +9,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "server/core/buf.h"
+#include "core/buf.h"
 #include "server/kube/client.h"
 #include "server/kube/events.h"
 #include "server/kube/kmap.h"

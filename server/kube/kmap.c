@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/core/xalloc.h"
+#include "core/xalloc.h"
 
 static size_t hash(const char *s)
 {

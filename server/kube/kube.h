@@ -21,9 +21,9 @@
 
 #include <jansson.h>
 
-#include "server/core/jobstate.h"
-#include "server/executor.h"
-#include "server/logsource.h"
+#include "job/jobstate.h"
+#include "server/control/executor.h"
+#include "server/ingest/logsource.h"
 
 struct kube_options {
     const char *kubeconfig; /* "" or NULL: KUBECONFIG, ~/.kube/config, in-cluster */

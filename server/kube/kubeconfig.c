@@ -1,5 +1,5 @@
 /*
- * kubeconfig: reading kubeconfig files (YAML through server/core/yamljson) and the in-cluster
+ * kubeconfig: reading kubeconfig files (YAML through core/yamljson) and the in-cluster
  * service account. Relative file paths in a kubeconfig are relative to its directory, as in
  * client-go. Nothing here talks to the network or runs the exec plugin (auth.c does).
  */
@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-#include "server/core/buf.h"
-#include "server/core/crypto.h"
-#include "server/core/jsonx.h"
-#include "server/core/xalloc.h"
-#include "server/core/yamljson.h"
+#include "core/buf.h"
+#include "core/crypto.h"
+#include "core/jsonx.h"
+#include "core/xalloc.h"
+#include "core/yamljson.h"
 
 #define MAX_KUBECONFIG (4 << 20)
 

@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "server/core/err.h"
+#include "core/err.h"
 
 #define KUBE_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 

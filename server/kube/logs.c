@@ -8,11 +8,11 @@
 
 #include <stdatomic.h>
 
-#include "server/core/buf.h"
-#include "server/core/clock.h"
-#include "server/core/jsonx.h"
-#include "server/core/linesplit.h"
-#include "server/core/xalloc.h"
+#include "core/buf.h"
+#include "core/clock.h"
+#include "core/jsonx.h"
+#include "core/linesplit.h"
+#include "core/xalloc.h"
 #include "server/kube/watch.h"
 
 #define BACKOFF_MIN  (250 * NS_PER_MS)

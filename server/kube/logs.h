@@ -1,7 +1,7 @@
 /*
- * logs: follows one container of one pod into the log pipeline (server/collect.c through struct
- * log_sources), from the container's first line to its last, across dropped streams, container
- * restarts and daemon restarts, without losing or doubling a line.
+ * logs: follows one container of one pod into the log pipeline (server/ingest/collect.c through
+ * struct log_sources), from the container's first line to its last, across dropped streams,
+ * container restarts and daemon restarts, without losing or doubling a line.
  *
  * Every request asks for timestamps=true. The durable position stored with the lines is
  * "<ns of the last line's timestamp> <lines with exactly that timestamp already stored>":
@@ -9,7 +9,7 @@
  * second, and these are dropped by comparing each line's timestamp with the position (and
  * counting lines of the same instant). After a restart of the container the crashed run's last
  * lines are read with previous=true before the new run is followed. Lines go through
- * server/core/linesplit.h, so progress bars and very long lines are treated as for local ranks.
+ * core/linesplit.h, so progress bars and very long lines are treated as for local ranks.
  *
  * Threads: the Kubernetes loop thread only. kube_follow_new() blocks on the store to read the
  * stored position.
@@ -22,7 +22,7 @@
 #include <stdint.h>
 
 #include "server/kube/client.h"
-#include "server/logsource.h"
+#include "server/ingest/logsource.h"
 
 /* What the pod's status says about the followed container. */
 struct kube_cstatus {

@@ -3,11 +3,11 @@
  * nodes), the watches per namespace, the log followers, and every API call; commands from the
  * controller arrive through a queue (executor.c) and are carried out here.
  */
-#include "server/core/clock.h"
-#include "server/core/jsonx.h"
-#include "server/core/log.h"
-#include "server/core/parse.h"
-#include "server/core/xalloc.h"
+#include "core/clock.h"
+#include "core/jsonx.h"
+#include "core/log.h"
+#include "core/parse.h"
+#include "core/xalloc.h"
 #include "server/kube/internal.h"
 
 #define TICK_NS    (100 * NS_PER_MS)

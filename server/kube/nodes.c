@@ -8,8 +8,8 @@
 
 #include <stdlib.h>
 
-#include "server/core/jsonx.h"
-#include "server/core/xalloc.h"
+#include "core/jsonx.h"
+#include "core/xalloc.h"
 #include "server/kube/kmap.h"
 
 struct kube_nodes {

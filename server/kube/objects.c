@@ -9,10 +9,10 @@
  *   3. the Secret's ownerReference to the job object, so that Kubernetes deletes it with the job
  * A daemon killed anywhere in between finds the objects by name when it starts again.
  */
-#include "server/core/clock.h"
-#include "server/core/jsonx.h"
-#include "server/core/log.h"
-#include "server/core/xalloc.h"
+#include "core/clock.h"
+#include "core/jsonx.h"
+#include "core/log.h"
+#include "core/xalloc.h"
 #include "server/kube/internal.h"
 
 enum step { S_SECRET, S_SECRET_PATCH, S_OBJECT, S_GET, S_OWNER, S_DONE };

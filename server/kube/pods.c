@@ -4,9 +4,9 @@
  * index), its container's state handed to status.c, and its log follower (logs.c). Loop thread
  * only (see loop.c); a pod is freed once it is gone and its logs are read.
  */
-#include "server/core/jsonx.h"
-#include "server/core/parse.h"
-#include "server/core/xalloc.h"
+#include "core/jsonx.h"
+#include "core/parse.h"
+#include "core/xalloc.h"
 #include "server/kube/internal.h"
 
 #define LABEL_PTJ "training.kubeflow.org/job-name"

@@ -5,9 +5,9 @@
  */
 #include "server/kube/render.h"
 
-#include "server/core/buf.h"
-#include "server/core/crypto.h"
-#include "server/core/jsonx.h"
+#include "core/buf.h"
+#include "core/crypto.h"
+#include "core/jsonx.h"
 
 #define MANAGER "trainyard.io/trainyard"
 

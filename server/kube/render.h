@@ -17,8 +17,8 @@
 
 #include <jansson.h>
 
-#include "api/spec.h"
-#include "server/core/err.h"
+#include "job/spec.h"
+#include "core/err.h"
 
 #define KUBE_LABEL_JOB_ID   "trainyard.io/job-id"
 #define KUBE_LABEL_JOB_NAME "trainyard.io/job-name"

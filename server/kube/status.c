@@ -20,9 +20,9 @@
  * Each slot (node of the job) remembers what it reported last, so a watch event that changes
  * nothing reports nothing.
  */
-#include "server/core/clock.h"
-#include "server/core/jsonx.h"
-#include "server/core/xalloc.h"
+#include "core/clock.h"
+#include "core/jsonx.h"
+#include "core/xalloc.h"
 #include "server/kube/internal.h"
 
 void kube_report_job(struct kube *k, struct kjob *j, enum job_state state, const char *reason,

@@ -7,10 +7,10 @@
 
 #include <stdlib.h>
 
-#include "server/core/clock.h"
-#include "server/core/jsonx.h"
-#include "server/core/log.h"
-#include "server/core/xalloc.h"
+#include "core/clock.h"
+#include "core/jsonx.h"
+#include "core/log.h"
+#include "core/xalloc.h"
 #include "server/kube/kmap.h"
 
 #define PAGE_SIZE     500

@@ -6,7 +6,7 @@
  * "reason message"), the way executors report them. Ends with the summary and the JSON the API
  * serves. Property: the summary's arrays stay within their bounds and the JSON is valid.
  */
-#include "server/core/jsonx.h"
+#include "core/jsonx.h"
 #include "server/diag/diag.h"
 #include "tests/fuzz/fuzz.h"
 

@@ -9,9 +9,9 @@
  */
 #include <strings.h>
 
-#include "api/spec.h"
-#include "server/trigger/jobtemplate.h"
-#include "server/trigger/trigger.h"
+#include "job/spec.h"
+#include "trigger/jobtemplate.h"
+#include "trigger/trigger.h"
 #include "tests/fuzz/fuzz.h"
 #include "tests/fuzz/spec_check.h"
 

@@ -3,7 +3,7 @@
  * values. Two exceptions, where ours is the stricter: jansson nests up to 2048 levels, ours to
  * the limit it is given; and jansson takes a raw NUL byte after a number or a literal for the end
  * of the input ("[1\0]" parses), where a raw NUL byte is invalid anywhere in JSON. */
-#include "server/core/jsonx.h"
+#include "core/jsonx.h"
 #include "tests/fuzz/fuzz.h"
 
 enum { MAX_DEPTH = 64 };

@@ -7,7 +7,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "server/core/jsonx.h"
+#include "core/jsonx.h"
 #include "server/kube/auth.h"
 #include "server/kube/client.h"
 #include "server/kube/kubeconfig.h"

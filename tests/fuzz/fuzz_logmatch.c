@@ -5,9 +5,9 @@
  * built the way store/logblock.c builds it nor the block-wide search for the longest term
  * (logmatch_hits) ever rules out a line that matches (a search must not skip a hit).
  */
-#include "server/core/buf.h"
-#include "server/core/logmatch.h"
-#include "server/core/words.h"
+#include "core/buf.h"
+#include "store/logmatch.h"
+#include "store/words.h"
 #include "tests/fuzz/fuzz.h"
 
 static void span(void *ctx, size_t start, size_t n)

@@ -8,8 +8,8 @@
  * every record reads back as written; the record reader always makes progress and never
  * reads past what it was given.
  */
-#include "server/core/linesplit.h"
-#include "server/core/logrec.h"
+#include "core/linesplit.h"
+#include "server/ingest/logrec.h"
 #include "tests/fuzz/fuzz.h"
 
 struct sink {

@@ -7,8 +7,8 @@
  */
 #include "api/logquery.h"
 #include "api/selector.h"
-#include "server/core/clock.h"
-#include "server/core/parse.h"
+#include "core/clock.h"
+#include "core/parse.h"
 #include "tests/fuzz/fuzz.h"
 
 static int count_range(int64_t lo, int64_t hi, void *ctx)

@@ -5,10 +5,10 @@
  * Properties: a decoded key is valid UTF-8 without NUL and at most S3EVENT_KEY_MAX bytes;
  * sequencer order is antisymmetric and agrees with equality of the normalised forms.
  */
-#include "server/core/crypto.h"
-#include "server/core/utf8.h"
-#include "server/trigger/s3event.h"
-#include "server/trigger/stdwebhook.h"
+#include "core/crypto.h"
+#include "core/utf8.h"
+#include "trigger/s3event.h"
+#include "trigger/stdwebhook.h"
 #include "tests/fuzz/fuzz.h"
 
 static void key(const char *text)

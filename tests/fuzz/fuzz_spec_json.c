@@ -1,6 +1,6 @@
 /* fuzz_spec_json: a job spec as POST /v1/jobs receives it in JSON (bounded parse, validation),
  * and the parsed document dumped by jsonx_dump and by jansson (they must agree). */
-#include "server/core/jsonx.h"
+#include "core/jsonx.h"
 #include "tests/fuzz/spec_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

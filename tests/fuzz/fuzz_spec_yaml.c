@@ -1,6 +1,6 @@
 /* fuzz_spec_yaml: a job spec sent as application/yaml (YAML to JSON with alias and depth
  * budgets, then validation). */
-#include "server/core/yamljson.h"
+#include "core/yamljson.h"
 #include "tests/fuzz/spec_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

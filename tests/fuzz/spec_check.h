@@ -7,8 +7,8 @@
 #ifndef TY_FUZZ_SPEC_CHECK_H
 #define TY_FUZZ_SPEC_CHECK_H
 
-#include "api/spec.h"
-#include "server/core/jsonx.h"
+#include "job/spec.h"
+#include "core/jsonx.h"
 #include "tests/default_limits.h"
 #include "tests/fuzz/fuzz.h"
 

@@ -20,7 +20,7 @@ ko() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
 # The stubs used when CUDA is absent at build time.
 for f in check_cuda.c check_nccl.c; do
     gcc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wstrict-prototypes -Wmissing-prototypes \
-        -include "$TY_SRC/server/core/banned.h" -I"$TY_SRC" -fsyntax-only "$S/$f" && ok ||
+        -include "$TY_SRC/core/banned.h" -I"$TY_SRC" -fsyntax-only "$S/$f" && ok ||
         ko "$f does not compile without CUDA"
 done
 

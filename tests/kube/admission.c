@@ -8,8 +8,8 @@
 
 #include <ctype.h>
 
-#include "server/core/buf.h"
-#include "server/core/jsonx.h"
+#include "core/buf.h"
+#include "core/jsonx.h"
 #include "tests/kube/status.h"
 #include "tests/kube/store.h"
 #include "tests/kube/world.h"

@@ -8,7 +8,7 @@
 
 #include <jansson.h>
 
-#include "server/core/err.h"
+#include "core/err.h"
 #include "tests/kube/resource.h"
 
 struct world;

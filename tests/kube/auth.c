@@ -9,11 +9,11 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "server/core/buf.h"
-#include "server/core/clock.h"
-#include "server/core/crypto.h"
-#include "server/core/parse.h"
-#include "server/core/xalloc.h"
+#include "core/buf.h"
+#include "core/clock.h"
+#include "core/crypto.h"
+#include "core/parse.h"
+#include "core/xalloc.h"
 #include "tests/kube/world.h"
 
 #define PREFIX "testserver-v1."

@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "server/core/err.h"
+#include "core/err.h"
 
 struct world;
 struct auth;

@@ -5,8 +5,8 @@
  */
 #include "tests/kube/control.h"
 
-#include "server/core/clock.h"
-#include "server/core/jsonx.h"
+#include "core/clock.h"
+#include "core/jsonx.h"
 #include "tests/kube/auth.h"
 #include "tests/kube/kubelet.h"
 #include "tests/kube/kubelet_script.h"

@@ -7,9 +7,9 @@
 
 #include <stdarg.h>
 
-#include "server/core/clock.h"
-#include "server/core/crypto.h"
-#include "server/core/jsonx.h"
+#include "core/clock.h"
+#include "core/crypto.h"
+#include "core/jsonx.h"
 #include "tests/kube/store.h"
 #include "tests/kube/world.h"
 

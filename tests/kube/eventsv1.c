@@ -5,7 +5,7 @@
  */
 #include "tests/kube/eventsv1.h"
 
-#include "server/core/xalloc.h"
+#include "core/xalloc.h"
 #include "tests/kube/world.h"
 
 static void copy(json_t *to, const char *to_key, const json_t *from, const char *from_key)

@@ -5,9 +5,9 @@
  */
 #include "tests/kube/gc.h"
 
-#include "server/core/clock.h"
-#include "server/core/crypto.h"
-#include "server/core/jsonx.h"
+#include "core/clock.h"
+#include "core/crypto.h"
+#include "core/jsonx.h"
 #include "tests/kube/store.h"
 #include "tests/kube/world.h"
 

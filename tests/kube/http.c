@@ -15,8 +15,8 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 
-#include "server/core/jsonx.h"
-#include "server/core/xalloc.h"
+#include "core/jsonx.h"
+#include "core/xalloc.h"
 #include "tests/kube/auth.h"
 #include "tests/kube/status.h"
 #include "tests/kube/world.h"

@@ -13,8 +13,8 @@
 
 #include <jansson.h>
 
-#include "server/core/buf.h"
-#include "server/core/err.h"
+#include "core/buf.h"
+#include "core/err.h"
 
 struct world;
 

@@ -3,9 +3,9 @@
  */
 #include "tests/kube/jobs.h"
 
-#include "server/core/clock.h"
-#include "server/core/jsonx.h"
-#include "server/core/xalloc.h"
+#include "core/clock.h"
+#include "core/jsonx.h"
+#include "core/xalloc.h"
 #include "tests/kube/admission.h"
 #include "tests/kube/events.h"
 #include "tests/kube/gc.h"

@@ -12,11 +12,11 @@
 
 #include <stdint.h>
 
-#include "server/core/clock.h"
-#include "server/core/crypto.h"
-#include "server/core/jsonx.h"
-#include "server/core/parse.h"
-#include "server/core/xalloc.h"
+#include "core/clock.h"
+#include "core/crypto.h"
+#include "core/jsonx.h"
+#include "core/parse.h"
+#include "core/xalloc.h"
 #include "tests/kube/events.h"
 #include "tests/kube/kubelet_pod.h"
 #include "tests/kube/kubelet_script.h"

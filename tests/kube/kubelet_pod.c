@@ -6,7 +6,7 @@
  */
 #include "tests/kube/kubelet_pod.h"
 
-#include "server/core/clock.h"
+#include "core/clock.h"
 #include "tests/kube/store.h"
 #include "tests/kube/world.h"
 

@@ -4,9 +4,9 @@
  */
 #include "tests/kube/kubelet_script.h"
 
-#include "server/core/buf.h"
-#include "server/core/parse.h"
-#include "server/core/xalloc.h"
+#include "core/buf.h"
+#include "core/parse.h"
+#include "core/xalloc.h"
 #include "tests/kube/world.h"
 
 #define ANN "testserver.trainyard.io/"

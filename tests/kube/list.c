@@ -7,11 +7,11 @@
  */
 #include "tests/kube/list.h"
 
-#include "server/core/clock.h"
-#include "server/core/crypto.h"
-#include "server/core/jsonx.h"
-#include "server/core/parse.h"
-#include "server/core/xalloc.h"
+#include "core/clock.h"
+#include "core/crypto.h"
+#include "core/jsonx.h"
+#include "core/parse.h"
+#include "core/xalloc.h"
 #include "tests/kube/eventsv1.h"
 #include "tests/kube/gc.h"
 #include "tests/kube/status.h"

@@ -14,8 +14,8 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include "server/core/clock.h"
-#include "server/core/parse.h"
+#include "core/clock.h"
+#include "core/parse.h"
 #include "tests/kube/auth.h"
 #include "tests/kube/http.h"
 #include "tests/kube/sim.h"

@@ -7,11 +7,11 @@
  */
 #include "tests/kube/nodes.h"
 
-#include "server/core/buf.h"
-#include "server/core/clock.h"
-#include "server/core/jsonx.h"
-#include "server/core/parse.h"
-#include "server/core/xalloc.h"
+#include "core/buf.h"
+#include "core/clock.h"
+#include "core/jsonx.h"
+#include "core/parse.h"
+#include "core/xalloc.h"
 #include "tests/kube/status.h"
 #include "tests/kube/store.h"
 #include "tests/kube/world.h"

@@ -12,7 +12,7 @@
 
 #include <jansson.h>
 
-#include "server/core/err.h"
+#include "core/err.h"
 
 struct world;
 

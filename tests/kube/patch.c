@@ -4,8 +4,8 @@
  */
 #include "tests/kube/patch.h"
 
-#include "server/core/buf.h"
-#include "server/core/parse.h"
+#include "core/buf.h"
+#include "core/parse.h"
 
 void patch_merge(json_t **target, const json_t *patch)
 {

@@ -8,7 +8,7 @@
 
 #include <jansson.h>
 
-#include "server/core/err.h"
+#include "core/err.h"
 
 /* Applies patch to *target (a private copy, modified in place or replaced). */
 void patch_merge(json_t **target, const json_t *patch);

@@ -5,7 +5,7 @@
  */
 #include "tests/kube/podlog.h"
 
-#include "server/core/xalloc.h"
+#include "core/xalloc.h"
 
 #define NBUCKETS  4096
 #define MAX_LINES 100000

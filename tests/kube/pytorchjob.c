@@ -11,10 +11,10 @@
 
 #include <ctype.h>
 
-#include "server/core/clock.h"
-#include "server/core/jsonx.h"
-#include "server/core/parse.h"
-#include "server/core/xalloc.h"
+#include "core/clock.h"
+#include "core/jsonx.h"
+#include "core/parse.h"
+#include "core/xalloc.h"
 #include "tests/kube/events.h"
 #include "tests/kube/gc.h"
 #include "tests/kube/store.h"

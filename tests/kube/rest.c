@@ -7,12 +7,12 @@
  */
 #include "tests/kube/rest.h"
 
-#include "server/core/clock.h"
-#include "server/core/crypto.h"
-#include "server/core/jsonx.h"
-#include "server/core/parse.h"
-#include "server/core/xalloc.h"
-#include "server/core/yamljson.h"
+#include "core/clock.h"
+#include "core/crypto.h"
+#include "core/jsonx.h"
+#include "core/parse.h"
+#include "core/xalloc.h"
+#include "core/yamljson.h"
 #include "tests/kube/admission.h"
 #include "tests/kube/eventsv1.h"
 #include "tests/kube/gc.h"

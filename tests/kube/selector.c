@@ -8,9 +8,9 @@
 
 #include <ctype.h>
 
-#include "server/core/buf.h"
-#include "server/core/parse.h"
-#include "server/core/xalloc.h"
+#include "core/buf.h"
+#include "core/parse.h"
+#include "core/xalloc.h"
 #include "tests/kube/resource.h"
 #include "tests/kube/world.h"
 

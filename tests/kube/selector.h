@@ -14,7 +14,7 @@
 
 #include <jansson.h>
 
-#include "server/core/err.h"
+#include "core/err.h"
 
 enum sel_op { SEL_EQ, SEL_NEQ, SEL_IN, SEL_NOTIN, SEL_EXISTS, SEL_NOT_EXISTS, SEL_GT, SEL_LT };
 

@@ -10,8 +10,8 @@
 
 #include <pthread.h>
 
-#include "server/core/clock.h"
-#include "server/core/xalloc.h"
+#include "core/clock.h"
+#include "core/xalloc.h"
 #include "tests/kube/gc.h"
 #include "tests/kube/jobs.h"
 #include "tests/kube/kubelet.h"

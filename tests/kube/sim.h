@@ -6,7 +6,7 @@
 #ifndef KS_SIM_H
 #define KS_SIM_H
 
-#include "server/core/err.h"
+#include "core/err.h"
 #include "tests/kube/nodes.h"
 
 struct world;

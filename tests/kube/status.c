@@ -7,7 +7,7 @@
 
 #include <stdarg.h>
 
-#include "server/core/buf.h"
+#include "core/buf.h"
 
 static const struct {
     const char *reason;

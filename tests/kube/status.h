@@ -7,7 +7,7 @@
 
 #include <jansson.h>
 
-#include "server/core/err.h"
+#include "core/err.h"
 #include "tests/kube/resource.h"
 
 /* HTTP code for an error: err->reason wins when set ("AlreadyExists" -> 409), else the code. */

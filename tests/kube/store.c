@@ -5,10 +5,10 @@
  */
 #include "tests/kube/store.h"
 
-#include "server/core/clock.h"
-#include "server/core/xalloc.h"
-#include "server/core/crypto.h"
-#include "server/core/jsonx.h"
+#include "core/clock.h"
+#include "core/xalloc.h"
+#include "core/crypto.h"
+#include "core/jsonx.h"
 #include "tests/kube/world.h"
 
 struct store {

@@ -16,7 +16,7 @@
 
 #include <jansson.h>
 
-#include "server/core/err.h"
+#include "core/err.h"
 #include "tests/kube/resource.h"
 
 enum store_event_type { STORE_ADDED, STORE_MODIFIED, STORE_DELETED };

@@ -5,9 +5,9 @@
  */
 #include "tests/kube/table.h"
 
-#include "server/core/buf.h"
-#include "server/core/clock.h"
-#include "server/core/jsonx.h"
+#include "core/buf.h"
+#include "core/clock.h"
+#include "core/jsonx.h"
 #include "tests/kube/world.h"
 
 bool table_wanted(const char *accept)

@@ -1,8 +1,8 @@
 /* Unit tests of the wire formats the test API server must get exactly right: ages in tables,
  * log timestamps, Status bodies, bearer tokens, and the events.k8s.io/v1 conversion. */
-#include "server/core/clock.h"
+#include "core/clock.h"
 #include "tests/kube/auth.h"
-#include "server/core/jsonx.h"
+#include "core/jsonx.h"
 #include "tests/kube/eventsv1.h"
 #include "tests/kube/store.h"
 #include "tests/kube/status.h"

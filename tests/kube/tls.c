@@ -10,8 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "server/core/buf.h"
-#include "server/core/xalloc.h"
+#include "core/buf.h"
+#include "core/xalloc.h"
 
 static int run(char *const argv[])
 {

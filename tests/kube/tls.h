@@ -5,7 +5,7 @@
 #ifndef KS_TLS_H
 #define KS_TLS_H
 
-#include "server/core/err.h"
+#include "core/err.h"
 
 struct tls_material {
     char *ca_pem;   /* goes into the kubeconfig's certificate-authority-data */

@@ -10,9 +10,9 @@
  */
 #include "tests/kube/jobs.h"
 
-#include "server/core/clock.h"
-#include "server/core/crypto.h"
-#include "server/core/jsonx.h"
+#include "core/clock.h"
+#include "core/crypto.h"
+#include "core/jsonx.h"
 #include "tests/kube/events.h"
 #include "tests/kube/gc.h"
 #include "tests/kube/store.h"

@@ -7,10 +7,10 @@
  */
 #include "tests/kube/watch.h"
 
-#include "server/core/clock.h"
-#include "server/core/jsonx.h"
-#include "server/core/parse.h"
-#include "server/core/xalloc.h"
+#include "core/clock.h"
+#include "core/jsonx.h"
+#include "core/parse.h"
+#include "core/xalloc.h"
 #include "tests/kube/list.h"
 #include "tests/kube/status.h"
 #include "tests/kube/store.h"

@@ -7,8 +7,8 @@
 #include <errno.h>
 #include <time.h>
 
-#include "server/core/clock.h"
-#include "server/core/crypto.h"
+#include "core/clock.h"
+#include "core/crypto.h"
 #include "tests/kube/podlog.h"
 #include "tests/kube/sim.h"
 #include "tests/kube/store.h"

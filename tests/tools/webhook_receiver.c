@@ -29,7 +29,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "server/core/buf.h"
+#include "core/buf.h"
 
 static const char *dir;
 static volatile sig_atomic_t stop;

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "server/core/clock.h"
+#include "core/clock.h"
 #include "store/jobs.h"
 #include "store/store.h"
 

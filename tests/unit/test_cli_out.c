@@ -1,10 +1,10 @@
 /* test_cli_out: the CLI's tables, relative times, problem rendering, exit statuses, retry
- * delays and SSE parsing (server/cli_out.c, cli_wait.c, cli_http.c, cli_sse.c). */
-#include "server/cli.h"
-#include "server/cli_http.h"
-#include "server/cli_out.h"
-#include "server/cli_sse.h"
-#include "server/core/clock.h"
+ * delays and SSE parsing (server/cli/cli_out.c, cli_wait.c, cli_http.c, cli_sse.c). */
+#include "server/cli/cli.h"
+#include "server/cli/cli_http.h"
+#include "server/cli/cli_out.h"
+#include "server/cli/cli_sse.h"
+#include "core/clock.h"
 #include "tests/unit/check.h"
 
 static void tables(void)

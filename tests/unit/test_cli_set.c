@@ -1,6 +1,6 @@
-/* test_cli_set: `trainyard submit --set` overrides and spec file parsing (server/cli_set.c). */
-#include "server/cli_set.h"
-#include "server/core/jsonx.h"
+/* test_cli_set: `trainyard submit --set` overrides and spec file parsing (server/cli/cli_set.c). */
+#include "server/cli/cli_set.h"
+#include "core/jsonx.h"
 #include "tests/unit/check.h"
 
 /* Applies sets to the JSON spec text and returns the compact result (static buffer), or the

@@ -1,21 +1,21 @@
-/* Unit tests of server/core: err, buf, clock, parse, utf8, jsonx, yamljson, crypto, sortid,
+/* Unit tests of core: err, buf, clock, parse, utf8, jsonx, yamljson, crypto, sortid,
  * logrec. */
 #include <pthread.h>
 
 #include "tests/unit/check.h"
 
-#include "server/core/buf.h"
-#include "server/core/clock.h"
-#include "server/core/crypto.h"
-#include "server/core/err.h"
-#include "server/core/jsonx.h"
-#include "server/core/logmatch.h"
-#include "server/core/logrec.h"
-#include "server/core/parse.h"
-#include "server/core/sortid.h"
-#include "server/core/utf8.h"
-#include "server/core/words.h"
-#include "server/core/yamljson.h"
+#include "core/buf.h"
+#include "core/clock.h"
+#include "core/crypto.h"
+#include "core/err.h"
+#include "core/jsonx.h"
+#include "store/logmatch.h"
+#include "server/ingest/logrec.h"
+#include "core/parse.h"
+#include "api/sortid.h"
+#include "core/utf8.h"
+#include "store/words.h"
+#include "core/yamljson.h"
 
 static void test_err(void)
 {

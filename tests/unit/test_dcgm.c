@@ -4,8 +4,8 @@
  * and values that are not there, and answers that are not a successful vector.
  */
 #include "check.h"
-#include "server/core/jsonx.h"
-#include "server/dcgm.h"
+#include "core/jsonx.h"
+#include "server/health/dcgm.h"
 
 #define LABELS(gpu, host)                                                                          \
     "\"gpu\":\"" gpu "\",\"UUID\":\"GPU-" gpu "\",\"modelName\":\"NVIDIA A100-SXM4-80GB\","        \

@@ -6,9 +6,9 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "server/core/clock.h"
-#include "server/core/jsonx.h"
-#include "server/core/utf8.h"
+#include "core/clock.h"
+#include "core/jsonx.h"
+#include "core/utf8.h"
 #include "server/diag/diag.h"
 #include "server/diag/progparse.h"
 

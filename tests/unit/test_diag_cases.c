@@ -20,10 +20,10 @@
 #include <dirent.h>
 #include <stdlib.h>
 
-#include "server/core/buf.h"
-#include "server/core/clock.h"
-#include "server/core/jsonx.h"
-#include "server/core/xalloc.h"
+#include "core/buf.h"
+#include "core/clock.h"
+#include "core/jsonx.h"
+#include "core/xalloc.h"
 #include "server/diag/diag.h"
 #include "server/diag/retry.h"
 

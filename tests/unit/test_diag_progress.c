@@ -5,7 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "server/core/clock.h"
+#include "core/clock.h"
 #include "server/diag/progress.h"
 
 static struct progparse pp;

@@ -4,7 +4,7 @@
 
 #include <math.h>
 
-#include "server/core/clock.h"
+#include "core/clock.h"
 #include "server/diag/retry.h"
 #include "server/diag/stall.h"
 

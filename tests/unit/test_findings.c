@@ -5,7 +5,7 @@
  * the job deletes its diagnosis.
  */
 #include "check.h"
-#include "server/core/jsonx.h"
+#include "core/jsonx.h"
 #include "server/diag/diag.h"
 #include "store/findings.h"
 #include "store_fixture.h"

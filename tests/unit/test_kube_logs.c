@@ -5,7 +5,7 @@
  */
 #include "tests/unit/check.h"
 
-#include "server/core/clock.h"
+#include "core/clock.h"
 #include "server/kube/client.h"
 #include "server/kube/logs.h"
 

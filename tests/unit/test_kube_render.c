@@ -4,8 +4,8 @@
  */
 #include "tests/unit/check.h"
 
-#include "api/spec.h"
-#include "server/core/jsonx.h"
+#include "job/spec.h"
+#include "core/jsonx.h"
 #include "server/kube/render.h"
 
 static struct api_limits limits = { .max_body_bytes = 1 << 20,

@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "server/core/clock.h"
-#include "server/core/xalloc.h"
+#include "core/clock.h"
+#include "core/xalloc.h"
 #include "server/kube/auth.h"
 #include "server/kube/kubeconfig.h"
 

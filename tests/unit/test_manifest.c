@@ -5,7 +5,7 @@
 #include "tests/unit/check.h"
 
 #include "api/manifest.h"
-#include "server/core/jsonx.h"
+#include "core/jsonx.h"
 
 static json_t *convert(const char *text, struct err *err)
 {

@@ -6,7 +6,7 @@
 #include <math.h>
 
 #include "check.h"
-#include "server/core/jsonx.h"
+#include "core/jsonx.h"
 #include "store/metrics.h"
 #include "store_fixture.h"
 

@@ -4,8 +4,8 @@
  * health object, and the decisions that follow for the failures users meet most.
  */
 #include "check.h"
-#include "server/core/clock.h"
-#include "server/outcome.h"
+#include "core/clock.h"
+#include "server/control/outcome.h"
 
 static void view(const char *spec_text, json_t **spec, struct spec_view *v)
 {

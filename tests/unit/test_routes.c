@@ -8,8 +8,8 @@
 #include <strings.h>
 
 #include "api/routes.h"
-#include "server/core/jsonx.h"
-#include "server/core/yamljson.h"
+#include "core/jsonx.h"
+#include "core/yamljson.h"
 
 static const char *method_key(enum http_method m)
 {

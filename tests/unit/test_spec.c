@@ -3,9 +3,9 @@
  * text and Idempotency-Key retries compare its hash, so a change in its order, defaults or
  * number formatting would turn a retry across an upgrade into a 409: these cases pin it.
  */
-#include "api/spec.h"
+#include "job/spec.h"
 #include "check.h"
-#include "server/core/jsonx.h"
+#include "core/jsonx.h"
 #include "tests/default_limits.h"
 
 /* Their limits are the daemon's defaults, set in main. */

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "server/core/clock.h"
-#include "server/core/jsonx.h"
+#include "core/clock.h"
+#include "core/jsonx.h"
 #include "store/jobs.h"
 #include "store/templates.h"
 #include "store/triggers.h"

@@ -1,5 +1,5 @@
 /*
- * Helpers shared by the tests of server/trigger (tests/unit/test_trigger_*.c): fixture files
+ * Helpers shared by the tests of trigger (tests/unit/test_trigger_*.c): fixture files
  * and a fake request with a header table.
  */
 #ifndef TY_TEST_TRIGGER_H
@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <strings.h>
 
-#include "server/core/buf.h"
-#include "server/trigger/hook.h"
+#include "core/buf.h"
+#include "trigger/hook.h"
 
 #define FIXTURES "data/trigger/"
 

@@ -1,15 +1,15 @@
 /*
- * Tests of hook authentication (server/trigger/hookauth.c, stdwebhook.c) and of the status codes
+ * Tests of hook authentication (trigger/hookauth.c, stdwebhook.c) and of the status codes
  * trigger_receive answers each sender with (reference section 5.5).
  */
 #include "tests/unit/check.h"
 #include "tests/unit/test_trigger.h"
 
-#include "server/core/clock.h"
-#include "server/core/xalloc.h"
-#include "server/trigger/hookauth.h"
-#include "server/trigger/stdwebhook.h"
-#include "server/trigger/trigger.h"
+#include "core/clock.h"
+#include "core/xalloc.h"
+#include "trigger/hookauth.h"
+#include "trigger/stdwebhook.h"
+#include "trigger/trigger.h"
 
 #define SECRET "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 #define MSG_ID "msg_p5jXN8AQM9LWM0D4loKWxJek"

@@ -12,11 +12,11 @@
 
 #include <curl/curl.h>
 
-#include "server/core/clock.h"
-#include "server/core/jsonx.h"
-#include "server/trigger/sns.h"
-#include "server/trigger/stdwebhook.h"
-#include "server/trigger/webhook.h"
+#include "core/clock.h"
+#include "core/jsonx.h"
+#include "trigger/sns.h"
+#include "trigger/stdwebhook.h"
+#include "trigger/webhook.h"
 
 static struct testpki pki;
 

@@ -1,16 +1,16 @@
 /*
- * Tests of server/trigger parsing: key decoding, each sender's format from the fixtures in
+ * Tests of trigger parsing: key decoding, each sender's format from the fixtures in
  * data/trigger (written from shared/reference/s3-events.md), classification of non-uploads,
  * errors that name the field, rule matching and dedupe keys.
  */
 #include "tests/unit/check.h"
 #include "tests/unit/test_trigger.h"
 
-#include "server/core/clock.h"
-#include "server/core/jsonx.h"
-#include "server/trigger/hook.h"
-#include "server/trigger/s3event.h"
-#include "server/trigger/triggerrule.h"
+#include "core/clock.h"
+#include "core/jsonx.h"
+#include "trigger/hook.h"
+#include "trigger/s3event.h"
+#include "trigger/triggerrule.h"
 
 /* Parses a fixture with the given headers; returns hook_parse's result. */
 static int parse(const char *name, struct fake_headers *hdr, struct hook *h, struct err *err)

@@ -1,5 +1,5 @@
 /*
- * Tests of SNS verification (server/trigger/sns.c) and of the SNS path through trigger_receive:
+ * Tests of SNS verification (trigger/sns.c) and of the SNS path through trigger_receive:
  * canonical strings against the .sts files in data/trigger (built from the reference by hand), URL
  * checks, and real signatures: a CA, a signing certificate and SignatureVersion 1 and 2 signatures
  * made with the openssl CLI, the certificate served over HTTPS by `openssl s_server` on 127.0.0.1,
@@ -10,11 +10,11 @@
 
 #include <curl/curl.h>
 
-#include "server/core/clock.h"
-#include "server/core/jsonx.h"
-#include "server/trigger/httpc.h"
-#include "server/trigger/sns.h"
-#include "server/trigger/trigger.h"
+#include "core/clock.h"
+#include "core/jsonx.h"
+#include "trigger/httpc.h"
+#include "trigger/sns.h"
+#include "trigger/trigger.h"
 
 static struct testpki pki;
 

@@ -1,11 +1,11 @@
 /*
- * Tests of job templates (server/trigger/jobtemplate.c): save-time validation, substitution of
+ * Tests of job templates (trigger/jobtemplate.c): save-time validation, substitution of
  * built-ins and user variables, and injection attempts through object keys.
  */
 #include "tests/unit/check.h"
 
-#include "server/core/jsonx.h"
-#include "server/trigger/jobtemplate.h"
+#include "core/jsonx.h"
+#include "trigger/jobtemplate.h"
 
 static json_t *load(const char *text)
 {

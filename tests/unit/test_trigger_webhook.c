@@ -1,5 +1,5 @@
 /*
- * Tests of outbound webhooks (server/trigger/webhook.c, httpc.c): payloads, Standard Webhooks
+ * Tests of outbound webhooks (trigger/webhook.c, httpc.c): payloads, Standard Webhooks
  * signing, the retry schedule, and real POSTs to a local receiver (a small HTTP/1.1 server in a
  * thread) that checks every signature, fails on purpose and comes back, answers slowly, and
  * counts connections to show the handle is reused.
@@ -14,11 +14,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "server/core/clock.h"
-#include "server/core/jsonx.h"
-#include "server/trigger/httpc.h"
-#include "server/trigger/stdwebhook.h"
-#include "server/trigger/webhook.h"
+#include "core/clock.h"
+#include "core/jsonx.h"
+#include "trigger/httpc.h"
+#include "trigger/stdwebhook.h"
+#include "trigger/webhook.h"
 
 #define SECRET "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 

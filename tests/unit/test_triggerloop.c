@@ -12,11 +12,11 @@
 #include <unistd.h>
 
 #include "api/jobs.h"
-#include "server/core/clock.h"
-#include "server/core/crypto.h"
-#include "server/core/jsonx.h"
-#include "server/core/xalloc.h"
-#include "server/triggerloop.h"
+#include "core/clock.h"
+#include "core/crypto.h"
+#include "core/jsonx.h"
+#include "core/xalloc.h"
+#include "server/outbound/triggerloop.h"
 #include "store/jobs.h"
 #include "store/templates.h"
 #include "store/triggers.h"

@@ -13,9 +13,9 @@
 #include <pthread.h>
 #include <time.h>
 
-#include "server/core/buf.h"
-#include "server/core/clock.h"
-#include "server/core/jsonx.h"
+#include "core/buf.h"
+#include "core/clock.h"
+#include "core/jsonx.h"
 
 struct fake_daemon {
     struct MHD_Daemon *mhd;

@@ -9,7 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "server/core/xalloc.h"
+#include "core/xalloc.h"
 #include "worker/ckpt.h"
 #include "worker/model.h"
 

@@ -16,7 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "server/core/jsonx.h"
+#include "core/jsonx.h"
 #include "worker/checks.h"
 #include "worker/dynlib.h"
 #include "worker/gpuref.h"

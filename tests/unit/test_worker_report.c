@@ -8,7 +8,7 @@
 
 #include <stdlib.h>
 
-#include "server/core/clock.h"
+#include "core/clock.h"
 #include "tests/unit/test_worker_fakedaemon.h"
 #include "worker/metrics.h"
 #include "worker/reporter.h"

@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "server/core/xalloc.h"
+#include "core/xalloc.h"
 #include "tests/unit/test_worker_fakedaemon.h"
 
 static char dir[] = "/tmp/ty-test-run-XXXXXX";

@@ -1,0 +1,46 @@
+/* log: leveled lines on stderr, each written with one write(2) so threads never interleave. */
+#include "core/log.h"
+
+#include <stdarg.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+
+static enum log_level min_level = LOG_INFO;
+static const char *const level_names[] = { "debug", "info", "warn", "error" };
+
+void log_set_level(enum log_level level)
+{
+    min_level = level;
+}
+
+int log_parse_level(const char *name, enum log_level *level)
+{
+    for (int i = 0; i < 4; i++) {
+        if (strcmp(name, level_names[i]) == 0) {
+            *level = (enum log_level)i;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+void log_write(enum log_level level, const char *fmt, ...)
+{
+    if (level < min_level)
+        return;
+    char line[2048], ts[CLOCK_RFC3339_MAX];
+    int n = snprintf(line, sizeof(line), "%s %s ", clock_format(clock_now_ns(), ts),
+                     level_names[level]);
+    va_list ap;
+    va_start(ap, fmt);
+    int m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+    va_end(ap);
+    size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
+    if (len > sizeof(line) - 2)
+        len = sizeof(line) - 2;
+    line[len++] = '\n';
+    if (write(2, line, len) < 0) {
+        /* stderr is gone; nothing sensible to do */
+    }
+}

@@ -1,0 +1,64 @@
+/*
+ * controller: the reconcile loop. It owns every decision about a job's life: admission in
+ * priority order, starting an attempt, turning rank reports into job states (first failure,
+ * restart policy, stopping the other ranks at once), cancellation, deadlines, and adopting
+ * running jobs after a daemon restart. Every transition is committed to the store before the
+ * executor is told to act on it.
+ *
+ * Threads: one controller thread. controller_wake() and the executor event callbacks may be
+ * called from any thread; they only queue work.
+ */
+#ifndef TY_CONTROLLER_H
+#define TY_CONTROLLER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/buf.h"
+#include "core/err.h"
+#include "server/control/executor.h"
+
+struct store;
+struct controller;
+
+/* A job changed state (for notifications: webhooks, metrics). Called on the controller thread
+ * after the change is committed; also when a running job's `stalled` flag changes (state is
+ * then the job's unchanged state). */
+struct controller_hooks {
+    void *ctx;
+    void (*job_state)(void *ctx, int64_t job_pk, enum job_state state);
+};
+
+struct health;
+
+struct controller_options {
+    int64_t stop_grace_ns;
+    int64_t tick_ns;
+    /* Diagnosis of attempts (may be NULL: decisions then rest on exit statuses alone). */
+    struct health *health;
+    int64_t stall_floor_ns; /* the daemon's floor of stall limits; 0: the library's */
+    /* True while lines of the job are still to be stored (a job's end is decided once its
+     * logs are in, at most grace + 5 s after its ranks ended). May be NULL. */
+    bool (*logs_pending)(void *ctx, int64_t job_pk);
+    void *logs_ctx;
+};
+
+/* Creates the controller; executors are borrowed and must outlive it. Events from each
+ * executor are routed to the controller (ex->events is set here). */
+struct controller *controller_new(struct store *st, struct executor **executors, size_t n,
+                                  const struct controller_options *opts,
+                                  const struct controller_hooks *hooks);
+/* Adopts running jobs, then starts the loop thread. */
+int controller_start(struct controller *c, struct err *err);
+/* Something changed (a job was submitted, cancelled, resumed): reconcile soon. */
+void controller_wake(struct controller *c, int64_t job_pk);
+/* A rank failed in a way its executor cannot see (its preflight report): the job's end is
+ * decided as for any failed rank. Any thread. */
+void controller_rank_failed(struct controller *c, int64_t job_pk, int attempt, int rank,
+                            const char *reason, const char *message);
+/* Stops the loop (ranks keep running; a restarted daemon adopts them). */
+void controller_stop(struct controller *c);
+void controller_free(struct controller *c);
+void controller_metrics(struct controller *c, struct buf *out);
+
+#endif

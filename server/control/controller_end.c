@@ -1,0 +1,188 @@
+/*
+ * controller_end: how a running attempt ends (see controller.c's top comment). A job enters
+ * the `ending` set when one of its ranks fails, a stall policy stops it, or every rank
+ * succeeded; it leaves it when its end is decided: once every rank has ended and the logs of
+ * the attempt are stored (at most the stop grace plus SETTLE_EXTRA_NS after it entered), so
+ * the diagnosis has seen every rank's last lines. Controller thread only.
+ */
+#include "server/control/controller_internal.h"
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/xalloc.h"
+#include "server/health/health.h"
+#include "server/control/outcome.h"
+#include "store/nodes.h"
+
+#define SETTLE_EXTRA_NS (5 * NS_PER_SEC) /* beyond the stop grace, for the last log lines */
+
+static struct ending_job *ending_get(struct controller *c, int64_t pk)
+{
+    for (size_t i = 0; i < c->nending; i++)
+        if (c->ending[i].pk == pk)
+            return &c->ending[i];
+    return NULL;
+}
+
+static struct ending_job *ending_add(struct controller *c, int64_t pk, bool stop)
+{
+    struct ending_job *e = ending_get(c, pk);
+    if (!e) {
+        XGROW(c->ending, c->nending, c->capending);
+        e = &c->ending[c->nending++];
+        *e = (struct ending_job){ .pk = pk, .since = clock_mono_ns() };
+    }
+    e->stop = e->stop || stop;
+    return e;
+}
+
+void controller_ending_remove(struct controller *c, int64_t pk)
+{
+    struct ending_job *e = ending_get(c, pk);
+    if (e)
+        *e = c->ending[--c->nending];
+}
+
+/* Marks the node the diagnosis blames (Xid, ECC...) suspect, unless it has a mark. */
+static void mark_node(struct controller *c, const struct job *j, const struct outcome *o)
+{
+    if (!o->node_fault || !o->node[0])
+        return;
+    struct node_mark *have = store_node_mark_get(c->st, o->node, NULL);
+    bool marked = have != NULL;
+    node_mark_free(have);
+    if (marked)
+        return; /* already marked (a failed preflight, an admin): keep that mark */
+    struct node_mark_new m = { .name = o->node,
+                               .state = "suspect",
+                               .reason = o->reason,
+                               .message = o->message,
+                               .source = "diagnosis",
+                               .job_id = j->id };
+    struct err err;
+    err_init(&err);
+    if (store_node_mark(c->st, &m, &err) < 0)
+        log_warn("controller: marking node %s: %s", o->node, err.msg);
+    err_release(&err);
+}
+
+/* Every rank of the attempt has ended and its logs are in: restart, preempted or failed. */
+static void conclude_failure(struct controller *c, struct executor *ex, const struct job *j,
+                             const struct spec_view *v)
+{
+    struct outcome o;
+    outcome_decide(c->st, c->opts.health, j, v, &o);
+    if (ex->manages_restarts)
+        o.restart = false; /* the executor restarts ranks itself */
+    if (c->opts.health)
+        health_attempt_done(c->opts.health, j->pk, o.decision);
+    mark_node(c, j, &o);
+    const char *cat = retry_category_name(o.dec.category);
+    struct job_event ev[2] = {
+        { .type = "restart_decision", .reason = cat, .message = o.dec.reason, .rank = -1 },
+        { .type = "node_avoided", .reason = "AvoidNode", .message = o.dec.avoid_node, .rank = -1 },
+    };
+    size_t nev = o.dec.avoid_node[0] ? 2 : 1;
+    if (o.restart) {
+        struct job_update u = { .pk = j->pk,
+                                .set_state = true,
+                                .state = JOB_RESTARTING,
+                                .reason = o.reason,
+                                .message = o.message,
+                                .first_failure = o.first_failure,
+                                .events = ev,
+                                .nevents = nev };
+        if (controller_commit(c, &u) == 0) {
+            c->restarts++;
+            controller_ending_remove(c, j->pk);
+            controller_start_attempt(c, ex, j, v, j->attempt + 1);
+        }
+    } else {
+        controller_finish(c, j, o.state, o.reason, o.message, o.first_failure, ev, nev);
+    }
+    outcome_release(&o);
+}
+
+static bool logs_pending(struct controller *c, int64_t pk)
+{
+    return c->opts.logs_pending && c->opts.logs_pending(c->opts.logs_ctx, pk);
+}
+
+/* Drives a starting or running job whose ranks are ending (see the top). */
+void controller_settle(struct controller *c, struct executor *ex, const struct job *j,
+                       const struct spec_view *v)
+{
+    struct ending_job *e = ending_get(c, j->pk);
+    if (ex->manages_restarts && !(e && e->stop))
+        return; /* its executor decides from its own objects, unless trainyard stops the job */
+    struct rank_counts n = controller_count_ranks(c, j->pk);
+    bool all_ok = n.total && n.succeeded == n.total;
+    bool failing = n.failed > 0 || (e && e->stop) || (n.terminal == n.total && !all_ok);
+    if (!failing && !all_ok)
+        return;
+    e = ending_add(c, j->pk, false);
+    if (failing)
+        controller_stop_job(c, ex, j);
+    if (n.terminal < n.total)
+        return;
+    if (logs_pending(c, j->pk) &&
+        clock_mono_ns() - e->since < c->opts.stop_grace_ns + SETTLE_EXTRA_NS)
+        return;
+    if (failing) {
+        conclude_failure(c, ex, j, v);
+    } else {
+        controller_finish(c, j, JOB_SUCCEEDED, "Completed", "every rank exited with code 0", NULL,
+                          NULL, 0);
+    }
+}
+
+static void stall_event(struct controller *c, const struct job *j, const char *type,
+                        const char *reason, int rank, const char *message)
+{
+    struct job_event e = { .type = type, .reason = reason, .message = message, .rank = rank };
+    struct job_update u = { .pk = j->pk, .events = &e, .nevents = 1 };
+    controller_commit(c, &u);
+}
+
+/* Stall and straggler detection of a running job, and its stall policy. */
+void controller_watch(struct controller *c, struct executor *ex, const struct job *j,
+                      const struct spec_view *v)
+{
+    if (!c->opts.health || ending_get(c, j->pk))
+        return;
+    struct stall_options so;
+    outcome_stall_options(v, c->opts.stall_floor_ns, &so);
+    struct health_stall_report rep;
+    if (!health_stall(c->opts.health, j->pk, &so, clock_now_ns(), &rep))
+        return;
+    if (rep.nnew_stragglers)
+        stall_event(c, j, "straggler", "Straggler", rep.new_stragglers[0], rep.straggler_message);
+    if (rep.change == HEALTH_STALL_SAME)
+        return;
+    bool began = rep.change == HEALTH_STALL_BEGAN;
+    stall_event(c, j, began ? "stalled" : "progressing", began ? "Stalled" : "Progressing", -1,
+                rep.message);
+    c->stalls += began;
+    if (c->hooks.job_state)
+        c->hooks.job_state(c->hooks.ctx, j->pk, j->state);
+    if (began && strcmp(v->on_stall, "none") != 0) {
+        ending_add(c, j->pk, true);
+        controller_stop_job(c, ex, j);
+    }
+}
+
+void controller_deadline(struct controller *c, struct executor *ex, const struct job *j,
+                         const struct spec_view *v, int64_t now)
+{
+    char msg[128];
+    snprintf(msg, sizeof(msg), "ran longer than deadline_seconds (%lld s)",
+             (long long)v->deadline_seconds);
+    if (c->opts.health) {
+        struct ending_event ev = {
+            .rank = -1, .time_ns = now, .reason = "DeadlineExceeded", .message = msg
+        };
+        health_event(c->opts.health, j->pk, j->attempt, &ev);
+    }
+    controller_finish(c, j, JOB_FAILED, "DeadlineExceeded", msg, NULL, NULL, 0);
+    controller_stop_job(c, ex, j);
+}

@@ -1,0 +1,303 @@
+/*
+ * shim: supervises one rank of a local job (`trainyard shim`, started by local_rank.c). It runs the
+ * rank's command in its own process group, turns its stdout and stderr into timestamped log
+ * records (server/ingest/logrec.h) appended to DIR/log, and records how the rank ended in
+ * DIR/status.json. It lives in its own session, so it outlives a daemon that crashes or is
+ * killed: the rank keeps running, its output keeps being recorded, and a restarted daemon reads
+ * the files and adopts it.
+ *
+ *   DIR/rank.json    {"pid", "shim_pid", "started_at"}   written once the rank runs
+ *   DIR/log          log records, appended
+ *   DIR/status.json  {"exit_code", "signal", "finished_at"}   written once, atomically
+ *
+ * Single-threaded; signals are read from a signalfd.
+ */
+#include "server/local/shim.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "server/local/cgroup.h"
+#include "core/buf.h"
+#include "core/clock.h"
+#include "core/linesplit.h"
+#include "server/ingest/logrec.h"
+#include "core/parse.h"
+
+struct shim {
+    const char *dir;
+    int log_fd;
+    pid_t child;
+    struct linesplit split[2];
+    struct buf out; /* records not yet written */
+    size_t dropped; /* lines not kept while the disk was full and out at its limit */
+    int64_t now;
+    enum log_stream stream; /* of the line being emitted */
+};
+
+/* Records waiting while the disk is full; past this, lines are counted, not kept. */
+#define OUT_MAX (64u << 20)
+
+static void emit(void *ctx, const char *line, size_t len, int flags)
+{
+    struct shim *s = ctx;
+    if (s->out.len >= OUT_MAX) {
+        s->dropped++;
+        return;
+    }
+    if (s->dropped) {
+        char mark[96];
+        int n = snprintf(mark, sizeof(mark), "[trainyard: %zu lines lost: the disk was full]",
+                         s->dropped);
+        struct logrec m = {
+            .time = s->now, .stream = STREAM_STDERR, .text = mark, .len = (size_t)n
+        };
+        logrec_format(&s->out, &m);
+        s->dropped = 0;
+    }
+    struct logrec r = {
+        .time = s->now, .stream = s->stream, .flags = flags, .text = line, .len = len
+    };
+    logrec_format(&s->out, &r);
+}
+
+static bool no_room(int e)
+{
+    return e == ENOSPC || e == EDQUOT;
+}
+
+static void flush_records(struct shim *s)
+{
+    size_t off = 0;
+    while (off < s->out.len) {
+        ssize_t n = write(s->log_fd, s->out.data + off, s->out.len - off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && !no_room(errno))
+            off = s->out.len; /* not a full disk: there is nothing to wait for */
+        if (n <= 0)
+            break; /* disk full: the rest waits for the next flush (the rank keeps running) */
+        off += (size_t)n;
+    }
+    buf_consume(&s->out, off);
+}
+
+/* Writes path atomically: a temporary file, fsync, rename, fsync of the directory. */
+static int write_atomic(const char *dir, const char *name, const char *text)
+{
+    char tmp[4096], path[4096];
+    snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name);
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -1;
+    size_t len = strlen(text);
+    ssize_t n = write(fd, text, len);
+    int rc = n == (ssize_t)len && fsync(fd) == 0 ? 0 : -1;
+    int saved = n >= 0 && n < (ssize_t)len ? ENOSPC : errno; /* a short write: no room */
+    close(fd);
+    if (rc == 0 && (rc = rename(tmp, path)) < 0)
+        saved = errno;
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
+    }
+    errno = saved; /* the caller tells a full disk from a missing directory */
+    return rc;
+}
+
+static pid_t spawn(char **argv, int out_fd, int err_fd, const char *cgroup)
+{
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    setpgid(0, 0);
+    if (cgroup)
+        cgroup_enter(cgroup); /* the rank's memory cgroup; the shim stays outside it */
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    signal(SIGPIPE, SIG_DFL);
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0)
+        dup2(devnull, 0);
+    dup2(out_fd, 1);
+    dup2(err_fd, 2);
+    execvp(argv[0], argv);
+    char msg[512];
+    int n =
+        snprintf(msg, sizeof(msg), "trainyard: cannot run '%s': %s\n", argv[0], strerror(errno));
+    if (write(2, msg, (size_t)n) < 0) {
+        /* nothing left to report to */
+    }
+    _exit(127);
+}
+
+/* Reads what a pipe holds into its splitter; returns 0 at end of file. */
+static int drain_pipe(struct shim *s, int fd, enum log_stream stream)
+{
+    char chunk[65536];
+    ssize_t n = read(fd, chunk, sizeof(chunk));
+    if (n < 0)
+        return errno == EINTR || errno == EAGAIN ? 1 : 0;
+    s->now = clock_now_ns();
+    s->stream = stream;
+    if (n == 0) {
+        linesplit_finish(&s->split[stream], emit, s);
+        return 0;
+    }
+    linesplit_feed(&s->split[stream], chunk, (size_t)n, s->now, emit, s);
+    return 1;
+}
+
+static void forward_signal(struct shim *s, int sfd)
+{
+    struct signalfd_siginfo info;
+    while (read(sfd, &info, sizeof(info)) == (ssize_t)sizeof(info))
+        if (info.ssi_signo != SIGCHLD)
+            kill(-s->child, (int)info.ssi_signo);
+}
+
+/* Runs until both pipes reach end of file and the child is reaped; returns its wait status. */
+static int supervise(struct shim *s, int out_fd, int err_fd, int sfd)
+{
+    struct pollfd fds[3] = { { out_fd, POLLIN, 0 }, { err_fd, POLLIN, 0 }, { sfd, POLLIN, 0 } };
+    int status = 0;
+    bool reaped = false;
+    int64_t reaped_at = 0;
+    while (fds[0].fd >= 0 || fds[1].fd >= 0) {
+        int rc = poll(fds, 3, 250);
+        if (rc < 0 && errno != EINTR)
+            break;
+        for (int i = 0; i < 2; i++) {
+            if (fds[i].fd >= 0 && (fds[i].revents & (POLLIN | POLLHUP)) &&
+                !drain_pipe(s, fds[i].fd, (enum log_stream)i)) {
+                close(fds[i].fd);
+                fds[i].fd = -1;
+            }
+        }
+        if (fds[2].revents & POLLIN)
+            forward_signal(s, sfd);
+        if (!reaped && waitpid(s->child, &status, WNOHANG) == s->child) {
+            reaped = true;
+            reaped_at = clock_mono_ns();
+            /* Whatever the rank left behind in its group must not outlive it. */
+            kill(-s->child, SIGKILL);
+        }
+        if (reaped && clock_mono_ns() - reaped_at > 5 * NS_PER_SEC)
+            break; /* a process outside the group still holds the pipes */
+        s->now = clock_now_ns();
+        for (int i = 0; i < 2; i++) {
+            s->stream = (enum log_stream)i;
+            linesplit_tick(&s->split[i], s->now, emit, s);
+        }
+        flush_records(s);
+    }
+    if (!reaped)
+        waitpid(s->child, &status, 0);
+    return status;
+}
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: trainyard shim --dir DIR [--max-line BYTES] [--cgroup DIR] -- "
+                    "COMMAND [ARG]...\n");
+    return 2;
+}
+
+/* Reads the options before "--"; the index of "--", or -1 on a usage error. */
+static int parse_args(int argc, char **argv, struct shim *s, const char **cgroup, int64_t *max_line)
+{
+    int i = 1;
+    for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
+            s->dir = argv[++i];
+        else if (strcmp(argv[i], "--cgroup") == 0 && i + 1 < argc)
+            *cgroup = argv[++i];
+        else if (strcmp(argv[i], "--max-line") == 0 && i + 1 < argc &&
+                 parse_int64(argv[i + 1], 256, 1 << 24, max_line) == 0)
+            i++;
+        else
+            return -1;
+    }
+    return s->dir && i + 1 < argc ? i : -1;
+}
+
+/* The signals the shim forwards or reaps, delivered through a signalfd. */
+static int signal_fd(void)
+{
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGHUP);
+    sigaddset(&mask, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &mask, NULL);
+    return signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+/* The daemon reads the rank's end from status.json, after its log: while the disk is full,
+ * wait for room (up to an hour) rather than lose the last lines or the exit status. */
+static void report_end(struct shim *s, int status)
+{
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    char json[256];
+    snprintf(json, sizeof(json), "{\"exit_code\":%d,\"signal\":%d,\"finished_at\":%lld}\n", code,
+             sig, (long long)clock_now_ns());
+    for (int tries = 0; tries < 3600; tries++) {
+        if (s->out.len == 0) {
+            fsync(s->log_fd);
+            if (write_atomic(s->dir, "status.json", json) == 0 || !no_room(errno))
+                break; /* written, or the rank's directory is gone with its deleted job */
+        }
+        clock_sleep_ms(1000);
+        flush_records(s);
+    }
+}
+
+int shim_main(int argc, char **argv)
+{
+    struct shim s = { .log_fd = -1 };
+    int64_t max_line = 65536;
+    const char *cgroup = NULL;
+    int i = parse_args(argc, argv, &s, &cgroup, &max_line);
+    if (i < 0)
+        return usage();
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/log", s.dir);
+    s.log_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    int out[2], err[2];
+    if (s.log_fd < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
+        fprintf(stderr, "trainyard shim: %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    int sfd = signal_fd();
+    for (int k = 0; k < 2; k++)
+        linesplit_init(&s.split[k], (size_t)max_line);
+    int64_t started = clock_now_ns();
+    s.child = spawn(argv + i + 1, out[1], err[1], cgroup);
+    close(out[1]);
+    close(err[1]);
+    if (s.child > 0)
+        setpgid(s.child, s.child);
+    char json[256];
+    snprintf(json, sizeof(json), "{\"pid\":%d,\"shim_pid\":%d,\"started_at\":%lld}\n", (int)s.child,
+             (int)getpid(), (long long)started);
+    write_atomic(s.dir, "rank.json", json);
+    int status = s.child > 0 ? supervise(&s, out[0], err[0], sfd) : (127 << 8);
+    flush_records(&s);
+    report_end(&s, status);
+    for (int k = 0; k < 2; k++)
+        linesplit_release(&s.split[k]);
+    buf_release(&s.out);
+    close(s.log_fd);
+    return 0;
+}
