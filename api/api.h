@@ -26,6 +26,7 @@
 
 #include "core/buf.h"
 #include "core/err.h"
+#include "job/spec.h"
 
 struct store;
 struct notify;
@@ -59,15 +60,9 @@ struct principal {
 
 /* Limits on what a client may send; see server/daemon/config.c for the defaults and config keys. */
 struct api_limits {
+    struct spec_limits spec; /* what one job spec may hold */
     size_t max_body_bytes;
     int max_json_depth;
-    size_t max_string_bytes;
-    int max_ranks;
-    int max_nodes;
-    int max_procs_per_node;
-    int max_env;
-    int max_labels;
-    int max_args;
     int max_list_limit;
     int max_log_limit;
     int max_followers_per_client;

@@ -152,7 +152,7 @@ void jobs_submission_start(struct submission *s, jobs_done_fn done, void *ctx)
 
 static struct spec_options spec_options(struct api *api)
 {
-    return (struct spec_options){ .limits = &api->limits,
+    return (struct spec_options){ .limits = &api->limits.spec,
                                   .default_executor = api->default_executor,
                                   .local_enabled = api->local_enabled,
                                   .kubernetes_enabled = api->kubernetes_enabled,

@@ -15,7 +15,7 @@
 static bool manifest_accepted(struct request *req, struct response *res, const json_t *doc)
 {
     struct api *api = req->api;
-    struct spec_options opts = { .limits = &api->limits,
+    struct spec_options opts = { .limits = &api->limits.spec,
                                  .default_executor = api->default_executor,
                                  .local_enabled = api->local_enabled,
                                  .kubernetes_enabled = api->kubernetes_enabled,

@@ -51,7 +51,7 @@ static int check_spec(struct api *api, const json_t *tmpl, struct err *err)
     struct err e;
     err_init(&e);
     json_t *spec = jobtemplate_render(tmpl, &vals, &e);
-    struct spec_options opts = { .limits = &api->limits,
+    struct spec_options opts = { .limits = &api->limits.spec,
                                  .default_executor = api->default_executor,
                                  .local_enabled = api->local_enabled,
                                  .kubernetes_enabled = api->kubernetes_enabled,

@@ -60,15 +60,15 @@ static void setup(const char *path)
         fprintf(stderr, "%s\n", err.msg);
         exit(1);
     }
-    api.limits = (struct api_limits){ .max_body_bytes = 1 << 20,
-                                      .max_json_depth = 32,
-                                      .max_string_bytes = 65536,
-                                      .max_ranks = 4096,
-                                      .max_nodes = 1024,
-                                      .max_procs_per_node = 64,
-                                      .max_env = 1024,
-                                      .max_labels = 64,
-                                      .max_args = 1024 };
+    api.limits = (struct api_limits){ .spec = { .max_string_bytes = 65536,
+                                                .max_ranks = 4096,
+                                                .max_nodes = 1024,
+                                                .max_procs_per_node = 64,
+                                                .max_env = 1024,
+                                                .max_labels = 64,
+                                                .max_args = 1024 },
+                                      .max_body_bytes = 1 << 20,
+                                      .max_json_depth = 32 };
     api.default_executor = "local";
     api.local_enabled = true;
 }
@@ -96,7 +96,7 @@ int main(int argc, char **argv)
         return 1;
     snprintf(path, sizeof(path), "%s/t.db", dir);
     setup(path);
-    struct spec_options so = { .limits = &api.limits,
+    struct spec_options so = { .limits = &api.limits.spec,
                                .default_executor = "local",
                                .local_enabled = true };
     double t0 = cpu_us();

@@ -515,7 +515,7 @@ static bool env_has_secret(const json_t *env)
 /* Rules that involve more than one field, or the daemon's configuration. */
 static void check_cross(const struct spec_view *v, const struct spec_options *o, struct err *err)
 {
-    const struct api_limits *l = o->limits;
+    const struct spec_limits *l = o->limits;
     bool kube = strcmp(v->executor, "kubernetes") == 0;
     if (kube && !o->kubernetes_enabled)
         field_error(err, "/executor",

@@ -11,11 +11,22 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "api/api.h"
 #include "core/buf.h"
+#include "core/err.h"
+
+/* Limits on one spec; the daemon's come from its configuration (server/daemon/config.c). */
+struct spec_limits {
+    size_t max_string_bytes;
+    int max_ranks;
+    int max_nodes;
+    int max_procs_per_node;
+    int max_env;
+    int max_labels;
+    int max_args;
+};
 
 struct spec_options {
-    const struct api_limits *limits;
+    const struct spec_limits *limits;
     const char *default_executor;
     bool local_enabled;
     bool kubernetes_enabled;

@@ -71,13 +71,13 @@ static const struct option_def options[] = {
         "how often DCGM GPU metrics are read from --prometheus-url"),
     OPT("max-body", O_BYTES, limits.max_body_bytes, "1Mi", "largest request body"),
     OPT("max-json-depth", O_INT, limits.max_json_depth, "32", "deepest JSON/YAML nesting"),
-    OPT("max-string", O_BYTES, limits.max_string_bytes, "64Ki", "longest string in a spec"),
-    OPT("max-ranks", O_INT, limits.max_ranks, "4096", "ranks per job at most"),
-    OPT("max-nodes", O_INT, limits.max_nodes, "1024", "nodes per job at most"),
-    OPT("max-procs-per-node", O_INT, limits.max_procs_per_node, "64", "processes per node"),
-    OPT("max-env", O_INT, limits.max_env, "256", "environment variables per job"),
-    OPT("max-labels", O_INT, limits.max_labels, "64", "labels per job"),
-    OPT("max-args", O_INT, limits.max_args, "4096", "arguments per job"),
+    OPT("max-string", O_BYTES, limits.spec.max_string_bytes, "64Ki", "longest string in a spec"),
+    OPT("max-ranks", O_INT, limits.spec.max_ranks, "4096", "ranks per job at most"),
+    OPT("max-nodes", O_INT, limits.spec.max_nodes, "1024", "nodes per job at most"),
+    OPT("max-procs-per-node", O_INT, limits.spec.max_procs_per_node, "64", "processes per node"),
+    OPT("max-env", O_INT, limits.spec.max_env, "256", "environment variables per job"),
+    OPT("max-labels", O_INT, limits.spec.max_labels, "64", "labels per job"),
+    OPT("max-args", O_INT, limits.spec.max_args, "4096", "arguments per job"),
     OPT("max-list", O_INT, limits.max_list_limit, "1000", "largest page of a list"),
     OPT("max-log-lines", O_INT, limits.max_log_limit, "100000", "lines per log request"),
     OPT("max-followers", O_INT, limits.max_followers_per_client, "64",
@@ -138,7 +138,7 @@ static int set_value(struct config *cfg, const struct option_def *o, const char 
         ok = parse_bytes(value, &v) == 0;
         if (ok && o->offset == offsetof(struct config, limits.max_body_bytes))
             *(size_t *)field = (size_t)v;
-        else if (ok && o->offset == offsetof(struct config, limits.max_string_bytes))
+        else if (ok && o->offset == offsetof(struct config, limits.spec.max_string_bytes))
             *(size_t *)field = (size_t)v;
         else if (ok)
             *(int64_t *)field = v;

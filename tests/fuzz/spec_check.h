@@ -24,7 +24,7 @@ static inline void fuzz_views_agree(const struct spec_view *a, const struct spec
 
 static inline void fuzz_spec_check(const json_t *doc, bool kubernetes)
 {
-    struct spec_options opts = { .limits = default_limits(),
+    struct spec_options opts = { .limits = &default_limits()->spec,
                                  .default_executor = "local",
                                  .local_enabled = true,
                                  .kubernetes_enabled = kubernetes,

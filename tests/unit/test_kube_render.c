@@ -8,15 +8,13 @@
 #include "core/jsonx.h"
 #include "server/kube/render.h"
 
-static struct api_limits limits = { .max_body_bytes = 1 << 20,
-                                    .max_json_depth = 32,
-                                    .max_string_bytes = 65536,
-                                    .max_ranks = 4096,
-                                    .max_nodes = 1024,
-                                    .max_procs_per_node = 64,
-                                    .max_env = 256,
-                                    .max_labels = 64,
-                                    .max_args = 4096 };
+static struct spec_limits limits = { .max_string_bytes = 65536,
+                                     .max_ranks = 4096,
+                                     .max_nodes = 1024,
+                                     .max_procs_per_node = 64,
+                                     .max_env = 256,
+                                     .max_labels = 64,
+                                     .max_args = 4096 };
 
 static json_t *canonical(const char *text)
 {

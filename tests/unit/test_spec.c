@@ -81,7 +81,7 @@ static void test_view_and_rejection(void)
     json_t *doc;
     char *text = canonical("{\"name\":\"ft\",\"command\":[\"x\"],\"nodes\":2,\"procs_per_node\":3,"
                            "\"labels\":{\"team\":\"nlp\"}}",
-                           &(struct spec_options){ .limits = default_limits(),
+                           &(struct spec_options){ .limits = &default_limits()->spec,
                                                    .default_executor = "local",
                                                    .local_enabled = true },
                            &v, &doc);
@@ -117,7 +117,7 @@ static void test_view_and_rejection(void)
 
 int main(void)
 {
-    local.limits = kube.limits = default_limits();
+    local.limits = kube.limits = &default_limits()->spec;
     test_defaults_and_order();
     test_values();
     test_view_and_rejection();

@@ -38,15 +38,15 @@ static struct store *open_store(void)
 static void setup(struct store *st)
 {
     api.store = st;
-    api.limits = (struct api_limits){ .max_body_bytes = 1 << 20,
+    api.limits = (struct api_limits){ .spec = { .max_string_bytes = 65536,
+                                                .max_ranks = 64,
+                                                .max_nodes = 8,
+                                                .max_procs_per_node = 8,
+                                                .max_env = 64,
+                                                .max_labels = 16,
+                                                .max_args = 64 },
+                                      .max_body_bytes = 1 << 20,
                                       .max_json_depth = 32,
-                                      .max_string_bytes = 65536,
-                                      .max_ranks = 64,
-                                      .max_nodes = 8,
-                                      .max_procs_per_node = 8,
-                                      .max_env = 64,
-                                      .max_labels = 16,
-                                      .max_args = 64,
                                       .max_list_limit = 100 };
     api.default_executor = "local";
     api.local_enabled = true;
