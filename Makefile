@@ -71,3 +71,11 @@ format:
 
 clean:
 	rm -rf build build-test build-fuzz
+
+# The real Kubernetes control plane the Kubernetes tests run against (tests/kube/cluster/):
+# kube-apiserver, kube-controller-manager and kube-scheduler built once per machine from
+# Debian's `kubernetes` source package (about 8 min on 2 cores), cached outside the tree.
+.PHONY: kube-control-plane
+kube-control-plane: test-deps
+	@tests/kube/cluster/build.sh >/dev/null
+test: kube-control-plane
