@@ -60,7 +60,7 @@ static int check_namespace(struct world *w, const struct resource *res, const js
 }
 
 /* The PyTorchJob validating webhook: field errors joined into one denial (403). */
-static int check_pytorchjob(const json_t *job, struct err *err)
+int admission_pytorchjob(const json_t *job, struct err *err)
 {
     struct buf why = BUF_INIT;
     const char *name = kstr(json_object_get(job, "metadata"), "name");
@@ -173,7 +173,7 @@ int admission_review(struct world *w, const struct resource *res, const json_t *
     if (!old && check_namespace(w, res, obj, err) < 0)
         return -1;
     if (!strcmp(res->plural, "pytorchjobs"))
-        return check_pytorchjob(obj, err);
+        return admission_pytorchjob(obj, err);
     if (!strcmp(res->plural, "trainjobs"))
         return check_trainjob(obj, old, err);
     if (res->table == TABLE_POD && !old)

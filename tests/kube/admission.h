@@ -17,6 +17,10 @@ struct world;
 int admission_review(struct world *w, const struct resource *res, const json_t *obj,
                      const json_t *old, struct err *err);
 
+/* The Training Operator's PyTorchJob validating webhook alone: 0, or -1 with its denial
+ * (ERR_FORBIDDEN, "admission webhook \"validator.pytorchjob...\" denied the request: ..."). */
+int admission_pytorchjob(const json_t *job, struct err *err);
+
 /* What the pod strategy sets on create (PrepareForCreate): phase Pending, the QoS class and
  * the default restartPolicy. */
 void admission_prepare_pod(json_t *pod);

@@ -146,6 +146,12 @@ static json_t *state(struct world *w)
 static int dispatch(struct world *w, const char *what, const json_t *body, json_t **result,
                     struct err *err)
 {
+    if (w->remote &&
+        (!strcmp(what, "faults") || !strncmp(what, "watches/", 8) || !strncmp(what, "tokens/", 7)))
+        return status_set(err, ERR_INVALID, "BadRequest",
+                          "/_test/%s is the test API server's: a real API server is in front of "
+                          "this simulator",
+                          what);
     if (!strncmp(what, "pods/", 5))
         return pod_op(w, what + 5, body, err);
     if (!strncmp(what, "nodes/", 6))

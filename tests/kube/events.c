@@ -43,7 +43,7 @@ void events_emit(struct world *w, const json_t *obj, const struct event_source *
     char key[1400];
     snprintf(key, sizeof(key), "%s/%s/%s", kstr(m, "uid"), reason, msg);
     const char *known = json_string_value(json_object_get(w->event_index, key));
-    if (known && bump(w, ns, known))
+    if (!w->remote && known && bump(w, ns, known))
         return;
     unsigned char rnd[8];
     char hex[17], name[320];
@@ -69,6 +69,10 @@ void events_emit(struct world *w, const json_t *obj, const struct event_source *
     int64_t now = clock_now_ns();
     ktime_set(ev, "firstTimestamp", now);
     ktime_set(ev, "lastTimestamp", now);
+    if (w->remote) {
+        w->remote->event(w->remote->ctx, key, ev);
+        return;
+    }
     if (store_create(w->store, events_res(), ev, NULL))
         json_object_set_new(w->event_index, key, json_string(name));
 }

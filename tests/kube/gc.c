@@ -132,6 +132,14 @@ json_t *gc_delete(struct world *w, const struct resource *res, const char *ns, c
         store_not_found(err, res, name);
         return NULL;
     }
+    if (w->remote) { /* the real API server and garbage collector do the rest */
+        w->remote->delete (w->remote->ctx, res, obj, propagation, grace, false);
+        json_t *copy = json_deep_copy(obj);
+        json_t *m = kobj(copy, "metadata");
+        if (!json_object_get(m, "deletionTimestamp"))
+            ktime_set(m, "deletionTimestamp", clock_now_ns());
+        return json_incref(store_apply(w->store, res, copy));
+    }
     const char *policy = propagation && propagation[0] ? propagation : "Background";
     bool is_pod = res->table == TABLE_POD;
     if (is_pod && grace < 0)
@@ -172,6 +180,8 @@ static void finish_foreground(struct world *w, const struct resource *res, const
 
 void gc_tick(struct world *w)
 {
+    if (w->remote)
+        return;
     for (size_t r = 0; r < resource_count; r++) {
         const struct resource *res = &resource_table[r];
         if (!res->custom)

@@ -60,6 +60,9 @@ struct http_options {
     const char *host;                       /* "127.0.0.1" */
     int port;                               /* 0 picks a free port */
     const char *tls_cert_pem, *tls_key_pem; /* both NULL for plain HTTP */
+    /* NULL: route_request(). The simulator (tests/kube/sim) serves other routes. */
+    void (*route)(struct request *req, struct reply *rep);
+    bool open; /* no bearer tokens checked (the simulator's kubelet and webhook endpoints) */
 };
 
 /* Starts serving on a thread per connection. Caller frees with http_close(). */

@@ -401,10 +401,29 @@ static bool finished(const json_t *pod)
     return !strcmp(phase, "Succeeded") || !strcmp(phase, "Failed");
 }
 
+/* Whether this kubelet runs the pod: every pod when this process is the API server (it
+ * schedules them too); behind a real one, only the pods its scheduler bound to our nodes. */
+static bool runs_here(struct world *w, const json_t *pod)
+{
+    if (!w->remote)
+        return true;
+    const char *node = kstr(kpath(pod, "spec"), "nodeName");
+    json_t *n =
+        node[0] ? store_get(w->store, resource_lookup("", "v1", "nodes"), NULL, node) : NULL;
+    size_t i;
+    json_t *c;
+    json_array_foreach (kpath(n, "status.conditions"), i, c)
+        if (!strcmp(kstr(c, "type"), "Ready"))
+            return !strcmp(kstr(c, "status"), "True"); /* a lost node's kubelet runs nothing */
+    return false;
+}
+
 /* Takes in a new version of a pod: updates its podrt, or starts tracking a new pod. */
 static void observe(struct world *w, struct kubelet *k, json_t *pod)
 {
     struct podrt *rt = find(k, kstr(kpath(pod, "metadata"), "uid"));
+    if (!rt && !runs_here(w, pod))
+        return;
     if (rt) {
         json_decref(rt->pod);
         rt->pod = json_incref(pod);
@@ -531,9 +550,33 @@ int kubelet_print(struct world *w, struct kubelet *k, const char *ns, const char
     return 0;
 }
 
+/* Behind a real API server a lost node's kubelet says nothing more: its containers stop, and
+ * its pods are deleted at once, as when the cloud terminates the instance and the pod garbage
+ * collector removes what was bound to it (grace 0: nobody is left to confirm). */
+static void node_lost_remote(struct world *w, struct kubelet *k, const char *node)
+{
+    const struct resource *res = resource_lookup("", "v1", "pods");
+    for (struct podrt *rt = k->pods; rt; rt = rt->next) {
+        if (strcmp(rt->node, node))
+            continue;
+        for (size_t i = 0; i < rt->n; i++)
+            if (rt->c[i].state == C_RUNNING)
+                podlogs_end(w->logs, rt->uid, rt->c[i].name);
+        rt->stage = ST_DONE;
+        rt->idle = true;
+        json_t *pod = store_get(w->store, res, rt->ns, rt->name);
+        if (pod)
+            w->remote->delete (w->remote->ctx, res, pod, "Background", 0, false);
+    }
+}
+
 void kubelet_node_lost(struct world *w, struct kubelet *k, const char *node, bool deleted)
 {
     const struct resource *res = resource_lookup("", "v1", "pods");
+    if (w->remote) {
+        node_lost_remote(w, k, node);
+        return;
+    }
     for (struct podrt *rt = k->pods; rt; rt = rt->next) {
         if (strcmp(rt->node, node) || rt->stage == ST_KILLING || rt->stage == ST_DONE)
             continue;

@@ -75,8 +75,11 @@ static void add_line(struct script *s, const char *text, size_t len)
     s->lines[s->n++] = xstrndup(text, len);
 }
 
+/* A failing rank dies half-way through its steps, without the closing line: in a real job
+ * the crash comes first and the other ranks hang or fail after it, so a job's first failure
+ * must not depend on which pod the scheduler happened to start first. */
 static void default_lines(struct script *s, const json_t *pod, const json_t *container, int rank,
-                          int steps)
+                          int steps, bool failing)
 {
     const char *world = env_value(container, "WORLD_SIZE");
     const char *nnodes = env_value(container, "PET_NNODES");
@@ -94,17 +97,32 @@ static void default_lines(struct script *s, const json_t *pod, const json_t *con
                master ? master : "localhost");
     add_line(s, b.data, b.len);
     double loss = 2.3026;
-    for (int i = 1; i <= steps; i++) {
+    int last = failing ? steps / 2 : steps;
+    for (int i = 1; i <= last; i++) {
         buf_reset(&b);
         buf_printf(&b, "[rank %d] step %d/%d loss=%.4f lr=0.000300 samples_per_sec=%.1f",
                    rank < 0 ? 0 : rank, i, steps, loss, 1180.0 + 13.0 * i);
         add_line(s, b.data, b.len);
         loss *= 0.82;
     }
+    if (failing) {
+        buf_release(&b);
+        return;
+    }
     buf_reset(&b);
     buf_printf(&b, "[rank %d] training finished: %d steps", rank < 0 ? 0 : rank, steps);
     add_line(s, b.data, b.len);
     buf_release(&b);
+}
+
+static bool settings_given(const json_t *pod)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach ((json_t *)kpath(pod, "metadata.annotations"), k, v)
+        if (!strncmp(k, ANN, strlen(ANN)))
+            return true;
+    return false;
 }
 
 void script_load(struct script *s, const json_t *pod, const json_t *container, int attempt)
@@ -129,8 +147,15 @@ void script_load(struct script *s, const json_t *pod, const json_t *container, i
     s->forever = v && !strcmp(v, "true");
     s->interval_ns = (int64_t)ms * 1000000LL;
     const char *text = setting(pod, container, "TESTSERVER_LINES", "lines");
+    const json_t *labels = kpath(pod, "metadata.labels");
+    bool trained = kstr(labels, "training.kubeflow.org/job-name")[0] ||
+                   kstr(labels, "jobset.sigs.k8s.io/jobset-name")[0] || settings_given(pod);
+    if (!text && !trained) { /* not a training pod (a Deployment's): runs, silent, until deleted */
+        s->forever = true;
+        return;
+    }
     if (!text) {
-        default_lines(s, pod, container, rank, steps);
+        default_lines(s, pod, container, rank, steps, s->exit_code != 0 || s->oom);
         return;
     }
     for (const char *p = text; *p;) {

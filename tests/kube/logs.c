@@ -40,11 +40,12 @@ static bool qflag(struct request *req, const char *key)
     return v && (!strcmp(v, "true") || !strcmp(v, "1"));
 }
 
-static int parse_opts(struct request *req, struct log_opts *o, struct err *err)
+static int parse_opts(struct request *req, const char *container, struct log_opts *o,
+                      struct err *err)
 {
     memset(o, 0, sizeof(*o));
     o->tail = o->limit = -1;
-    const char *c = request_query(req, "container");
+    const char *c = container ? container : request_query(req, "container");
     snprintf(o->container, sizeof(o->container), "%s", c ? c : "");
     o->follow = qflag(req, "follow");
     o->previous = qflag(req, "previous");
@@ -207,11 +208,17 @@ static void follower_free(void *ctx)
 
 void logs_handle(struct request *req, const struct target *t, struct reply *rep)
 {
+    logs_serve(req, t, NULL, rep);
+}
+
+void logs_serve(struct request *req, const struct target *t, const char *container,
+                struct reply *rep)
+{
     struct err err;
     err_init(&err);
     struct follower *f = XNEW(struct follower);
     f->w = req->w;
-    if (parse_opts(req, &f->o, &err) < 0)
+    if (parse_opts(req, container, &f->o, &err) < 0)
         goto fail;
     world_lock(req->w);
     json_t *pod = store_get(req->w->store, t->res, t->ns, t->name);

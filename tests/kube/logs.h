@@ -10,5 +10,9 @@
 #include "tests/kube/rest.h"
 
 void logs_handle(struct request *req, const struct target *t, struct reply *rep);
+/* The same with the container given (the kubelet's /containerLogs/NS/POD/CONTAINER, which a
+ * real API server calls for GET .../log; tests/kube/sim), or NULL to take it from the query. */
+void logs_serve(struct request *req, const struct target *t, const char *container,
+                struct reply *rep);
 
 #endif

@@ -88,6 +88,16 @@ static void add_node(struct world *w, int i, const struct fleet_options *o)
         "v1.32.3-eks-473151a", "osImage", "Amazon Linux 2023.7.20250512", "kernelVersion",
         "6.1.134-152.225.amzn2023.x86_64", "containerRuntimeVersion", "containerd://1.7.27",
         "operatingSystem", "linux", "architecture", "amd64", "machineID", name);
+    if (w->remote) {
+        /* Behind a real API server: the kubelet endpoint it proxies logs to is this process on
+         * loopback, and a label marks the nodes a simulator owns. */
+        json_t *addr = json_array_get(kpath(node, "status.addresses"), 0);
+        json_object_set_new(addr, "address", json_string("127.0.0.1"));
+        json_object_set_new(
+            kobj(node, "status"), "daemonEndpoints",
+            json_pack("{s:{s:i}}", "kubeletEndpoint", "Port", w->remote->kubelet_port));
+        json_object_set_new(labels, NODES_SIM_LABEL, json_string("true"));
+    }
     store_create(w->store, node_res(), node, NULL);
 }
 

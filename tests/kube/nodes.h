@@ -16,6 +16,9 @@
 
 struct world;
 
+/* The label on the nodes a simulator behind a real API server owns (tests/kube/sim). */
+#define NODES_SIM_LABEL "kubesim.trainyard.io/node"
+
 struct fleet_options {
     int count;                 /* nodes */
     int gpus;                  /* nvidia.com/gpu per node */

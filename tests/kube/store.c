@@ -17,7 +17,15 @@ struct store {
     struct store_event *ring;
     size_t cap, head, len; /* ring[head] is the oldest retained event */
     int64_t compacted;     /* events with rv <= compacted are gone */
+    store_write_fn on_write;
+    void *on_write_ctx;
 };
+
+void store_on_write(struct store *s, store_write_fn fn, void *ctx)
+{
+    s->on_write = fn;
+    s->on_write_ctx = ctx;
+}
 
 struct store *store_new(size_t history)
 {
@@ -183,6 +191,8 @@ json_t *store_create(struct store *s, const struct resource *res, json_t *obj, s
     json_object_set_new(obj, "kind", json_string(res->kind));
     json_object_set_new(bucket, key, obj);
     record(s, STORE_ADDED, res, obj, NULL);
+    if (s->on_write)
+        s->on_write(s->on_write_ctx, res, obj, false);
     return obj;
 }
 
@@ -216,6 +226,8 @@ json_t *store_replace(struct store *s, const struct resource *res, json_t *obj, 
     json_object_set_new(bucket, key, obj);
     record(s, STORE_MODIFIED, res, obj, prev);
     json_decref(prev);
+    if (s->on_write)
+        s->on_write(s->on_write_ctx, res, obj, false);
     return obj;
 }
 
@@ -236,7 +248,36 @@ json_t *store_remove(struct store *s, const struct resource *res, const char *ns
     record(s, STORE_DELETED, res, last, prev);
     json_object_del(bucket, key);
     json_decref(last); /* the ring holds it */
+    if (s->on_write)
+        s->on_write(s->on_write_ctx, res, last, true);
     return last;
+}
+
+json_t *store_apply(struct store *s, const struct resource *res, json_t *obj)
+{
+    json_t *meta = kobj(obj, "metadata");
+    char key[600];
+    key_of(res, kstr(meta, "namespace"), kstr(meta, "name"), key, sizeof(key));
+    json_t *bucket = s->objects[resource_index(res)];
+    json_t *prev = json_incref(json_object_get(bucket, key));
+    s->rv++;
+    json_object_set_new(bucket, key, obj);
+    record(s, prev ? STORE_MODIFIED : STORE_ADDED, res, obj, prev);
+    json_decref(prev);
+    return obj;
+}
+
+void store_drop(struct store *s, const struct resource *res, const char *ns, const char *name)
+{
+    char key[600];
+    key_of(res, ns, name, key, sizeof(key));
+    json_t *bucket = s->objects[resource_index(res)];
+    json_t *prev = json_object_get(bucket, key);
+    if (!prev)
+        return;
+    s->rv++;
+    record(s, STORE_DELETED, res, prev, prev);
+    json_object_del(bucket, key);
 }
 
 static int cmp_key(const void *a, const void *b)

@@ -12,6 +12,7 @@
 #ifndef KS_STORE_H
 #define KS_STORE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <jansson.h>
@@ -66,6 +67,19 @@ json_t **store_list(struct store *s, const struct resource *res, const char *ns,
 void store_list_free(json_t **objs, size_t n);
 /* Number of stored objects of res, across namespaces. */
 size_t store_count(struct store *s, const struct resource *res);
+
+/* A simulator that acts through a real API server (tests/kube/sim) learns of every local
+ * write: fn(ctx, res, obj, removed) after each store_create/replace/remove, obj being the
+ * stored version (the last one when removed; borrowed). NULL fn: none. */
+typedef void (*store_write_fn)(void *ctx, const struct resource *res, const json_t *obj,
+                               bool removed);
+void store_on_write(struct store *s, store_write_fn fn, void *ctx);
+/* What the real API server says: stores obj as it is (steals it; metadata untouched, so uid,
+ * resourceVersion and timestamps are the server's), creating or replacing, without calling
+ * the write hook. The history still gets an event with the store's own revision. */
+json_t *store_apply(struct store *s, const struct resource *res, json_t *obj);
+/* Removes an object the server deleted, without calling the write hook. */
+void store_drop(struct store *s, const struct resource *res, const char *ns, const char *name);
 
 /* A ready-made NotFound/AlreadyExists message: `pods "x" not found`. */
 int store_not_found(struct err *err, const struct resource *res, const char *name);

@@ -32,6 +32,23 @@ struct fault {
     int retry_after;   /* seconds, 0 = none */
 };
 
+struct resource;
+
+/* Set when the simulation acts through a real API server (tests/kube/sim, docs/kubesim.md)
+ * instead of being one: deletions and Events are sent there (gc.c, events.c), the real
+ * scheduler binds pods (kubelet.c runs only the pods bound to the simulated nodes), and the
+ * real garbage collector removes dependents. World lock held for every call. */
+struct world_remote {
+    void *ctx;
+    /* DELETE obj (borrowed) with propagation (NULL: the server's default) and grace (< 0:
+     * the object's own); final: the kubelet's last word on a pod (grace 0, uid precondition). */
+    void (*delete)(void *ctx, const struct resource *res, const json_t *obj,
+                   const char *propagation, int64_t grace, bool final);
+    /* Records a core/v1 Event (steals ev); key identifies it for aggregation (count bumps). */
+    void (*event)(void *ctx, const char *key, json_t *ev);
+    int kubelet_port; /* what the nodes report as daemonEndpoints.kubeletEndpoint.Port */
+};
+
 struct world {
     pthread_mutex_t lock;
     pthread_cond_t changed;
@@ -51,6 +68,7 @@ struct world {
     json_t *event_index; /* (uid/reason/message) -> event name, for aggregation */
     int create_budget;   /* pods the controllers may still create this tick, like the client
                           * rate limit of a real operator; keeps a tick short under a burst */
+    const struct world_remote *remote; /* NULL: this process is the API server */
 };
 
 /* Caller storage; world_release() frees the store, logs and simulation it owns. */
