@@ -1,10 +1,11 @@
 #!/bin/bash
-# 41-kube-jobs: jobs on the Kubernetes executor end to end, against the test API server:
+# 41-kube-jobs: jobs on the Kubernetes executor end to end, on a real control plane (kubesim's
+# nodes, kubelets and operators; the daemon as deploy/'s ServiceAccount under RBAC):
 # a 4-node PyTorchJob that succeeds, with every line of every pod in the job's merged log
 # exactly once; the objects it made (labels, worker-token Secret owned by the job); a TrainJob;
 # a user's own PyTorchJob manifest in YAML run as is; GET /v1/nodes with the ranks on each node.
 source "$(dirname "$0")/kubelib.sh"
-kube_start
+cluster_start
 ty_start --executor kubernetes --kubeconfig "$KC"
 
 # ---- a 4-node PyTorchJob
@@ -18,16 +19,16 @@ check_eq "every rank succeeded" "succeeded succeeded succeeded succeeded" "$(jq 
 check_eq "ranks name their pods" "$obj-master-0 $obj-worker-0 $obj-worker-1 $obj-worker-2" "$(jq -r '[.ranks[].pod]|join(" ")' <<<"$job")"
 check "every rank has a node" jq -e '[.ranks[].node|select(startswith("ip-10-0-"))]|length==4' <<<"$job"
 check_eq "exit codes" "0 0 0 0" "$(jq -r '[.ranks[].exit_code]|join(" ")' <<<"$job")"
-ptj=$(k GET "/apis/kubeflow.org/v1/namespaces/default/pytorchjobs/$obj")
+ptj=$(k GET "/apis/kubeflow.org/v1/namespaces/$KNS/pytorchjobs/$obj")
 check_eq "the object carries the job id" "$id" "$(jq -r '.metadata.labels["trainyard.io/job-id"]' <<<"$ptj")"
 check_eq "and the spec's labels" "nlp" "$(jq -r '.metadata.labels.team' <<<"$ptj")"
 check_eq "Master + 3 Workers" "1 3" "$(jq -r '.spec.pytorchReplicaSpecs|"\(.Master.replicas) \(.Worker.replicas)"' <<<"$ptj")"
-check_eq "the pods carry the job id" "4" "$(k GET "/api/v1/namespaces/default/pods?labelSelector=trainyard.io%2Fjob-id%3D$id" | jq '.items|length')"
-sec=$(k GET "/api/v1/namespaces/default/secrets/$obj-token")
+check_eq "the pods carry the job id" "4" "$(k GET "/api/v1/namespaces/$KNS/pods?labelSelector=trainyard.io%2Fjob-id%3D$id" | jq '.items|length')"
+sec=$(k GET "/api/v1/namespaces/$KNS/secrets/$obj-token")
 check_eq "the worker token is a Secret owned by the job" "PyTorchJob/$obj" "$(jq -r '.metadata.ownerReferences[0]|"\(.kind)/\(.name)"' <<<"$sec")"
 check "ranks get the token from the Secret, not inline" jq -e '[.spec.pytorchReplicaSpecs.Master.template.spec.containers[0].env[]|select(.name=="TRAINYARD_TOKEN")|.valueFrom.secretKeyRef.name]==["'"$obj"'-token"]' <<<"$ptj"
 eventually "the job's log is complete" 30 wait_logs_complete "$id"
-for p in master-0 worker-0 worker-1 worker-2; do pod_lines default "$obj-$p"; done >"$WORK/expected"
+for p in master-0 worker-0 worker-1 worker-2; do pod_lines "$KNS" "$obj-$p"; done >"$WORK/expected"
 job_lines "$id" >"$WORK/actual"
 check_eq "4 pods x 10 lines" "40" "$(wc -l <"$WORK/expected")"
 same_lines "the merged log holds every pod's lines exactly once" "$WORK/expected" "$WORK/actual"
@@ -41,12 +42,12 @@ check "the creation is on the timeline" jq -e '[.items[]|select(.reason=="Create
 id2=$(submit_id '{"name":"tj","image":"pytorch/pytorch:2.7","nodes":2,"procs_per_node":2,
   "kubernetes":{"kind":"TrainJob"}}')
 eventually "the TrainJob succeeds" 60 state_is "$id2" succeeded
-tj=$(k GET "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/ty-$id2")
+tj=$(k GET "/apis/trainer.kubeflow.org/v1alpha1/namespaces/$KNS/trainjobs/ty-$id2")
 check_eq "TrainJob numNodes and numProcPerNode" "2 2" "$(jq -r '.spec.trainer|"\(.numNodes) \(.numProcPerNode)"' <<<"$tj")"
 check_eq "its 4 ranks (2 per pod) succeeded" "4" "$(job_field "$id2" '[.ranks[]|select(.state=="succeeded")]|length')"
 check "ranks 0,1 share a pod, 2,3 the other" jq -e '.ranks[0].pod==.ranks[1].pod and .ranks[2].pod==.ranks[3].pod and .ranks[0].pod!=.ranks[2].pod' <(api GET "/v1/jobs/$id2")
 eventually "the TrainJob's log is complete" 30 wait_logs_complete "$id2"
-for p in $(job_field "$id2" '[.ranks[].pod]|unique|.[]'); do pod_lines default "$p" node; done >"$WORK/expected2"
+for p in $(job_field "$id2" '[.ranks[].pod]|unique|.[]'); do pod_lines "$KNS" "$p" node; done >"$WORK/expected2"
 job_lines "$id2" >"$WORK/actual2"
 same_lines "the TrainJob's log holds every pod's lines once" "$WORK/expected2" "$WORK/actual2"
 
@@ -80,7 +81,7 @@ res=$(api POST /v1/jobs -H 'Content-Type: application/yaml' --data-binary @"$WOR
 id3=$(jq -r .id <<<"$res")
 check_eq "the manifest becomes a 3-node job" "3 kubernetes my-own-job" "$(jq -r '"\(.nranks) \(.executor) \(.name)"' <<<"$res")"
 eventually "the manifest's job succeeds" 60 state_is "$id3" succeeded
-mine=$(k GET /apis/kubeflow.org/v1/namespaces/default/pytorchjobs/my-own-job)
+mine=$(k GET /apis/kubeflow.org/v1/namespaces/$KNS/pytorchjobs/my-own-job)
 check_eq "run under its own name, labelled for trainyard" "$id3 alice" "$(jq -r '.metadata.labels|"\(.["trainyard.io/job-id"]) \(.owner)"' <<<"$mine")"
 check_eq "its command is the user's" "python mine.py" "$(jq -r '.spec.pytorchReplicaSpecs.Worker.template.spec.containers[0].command|join(" ")' <<<"$mine")"
 check_eq "no trainyard env is added to a manifest" "0" "$(jq '[.spec.pytorchReplicaSpecs.Worker.template.spec.containers[0].env // [] | .[] | select(.name|startswith("TRAINYARD_"))]|length' <<<"$mine")"
@@ -100,7 +101,7 @@ check "with instance type, zone, GPU and EFA capacity" jq -e '.items[0]|.instanc
 check "with conditions, the EKS ones included" jq -e '.items[0].conditions|map(.type)|index("Ready") and index("AcceleratedHardwareReady")' <<<"$nodes"
 check "with a spot node among them" jq -e '[.items[]|select(.capacity_type=="spot")]|length>=1' <<<"$nodes"
 eventually "and which job's ranks run where" 10 bash -c "curl -s -H 'Authorization: Bearer $TOKEN' $URL/v1/nodes | jq -e '[.items[].jobs[]|select(.id==\"$long\")|.ranks[]]|sort==[0,1]'"
-tok=$(k GET "/api/v1/namespaces/default/secrets/ty-$long-token" | jq -r .data.token | base64 -d)
+tok=$(k GET "/api/v1/namespaces/$KNS/secrets/ty-$long-token" | jq -r .data.token | base64 -d)
 rv() { curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $tok" "$URL/v1/jobs/$1/rendezvous/probe"; }
 check "the Secret's token works for its job's rendezvous" test "$(rv "$long")" != 401
 check_eq "and for no other job" "403" "$(rv "$id")"
@@ -123,7 +124,7 @@ api DELETE "/v1/nodes/$sus/mark" >/dev/null
 check_eq "unmarked: no marks listed" "0" "$(api GET /v1/nodes | jq '[.items[]|select(.marked or .mark != null)]|length')"
 api POST "/v1/jobs/$long/cancel" >/dev/null
 eventually "the long job is cancelled" 30 state_is "$long" cancelled
-eventually "its object is deleted" 20 kgone "/apis/kubeflow.org/v1/namespaces/default/pytorchjobs/ty-$long"
+eventually "its object is deleted" 20 kgone "/apis/kubeflow.org/v1/namespaces/$KNS/pytorchjobs/ty-$long"
 check_eq "its ranks were stopped" "stopped stopped" "$(job_field "$long" '[.ranks[].state]|join(" ")')"
 check_eq "its worker token is revoked" "401" "$(rv "$long")"
 ty_done

@@ -1,24 +1,82 @@
-# Helpers for the tests of the Kubernetes executor (tests/integration/4N-kube-*.sh): each test
-# starts the test Kubernetes API server (tests/kube/testserver, docs/kube-testserver.md) on a
-# free port and a trainyard daemon with --executor kubernetes pointed at it.
+# Helpers for the tests of the Kubernetes executor (tests/integration/4N-kube-*.sh, 67-*).
+#
+# Most tests run against a real control plane (tests/kube/cluster/up.sh: etcd, kube-apiserver,
+# kube-controller-manager, kube-scheduler) with the simulated nodes, kubelets and Kubeflow
+# operators of tests/kube/sim (kubesim) acting through it; the daemon runs as deploy/'s
+# ServiceAccount under the real RBAC authorizer:
 #
 #   source "$(dirname "$0")/kubelib.sh"
-#   kube_start [testserver flags]      # sets KURL, KC (its kubeconfig)
+#   cluster_start [kubesim flags]       # sets KURL, KC (the daemon's), KADMIN, KSIM, KNS
 #   ty_start --executor kubernetes --kubeconfig "$KC"
-#   k GET /api/v1/namespaces/default/pods          # the API server, body on stdout
-#   kstatus GET /apis/...                           # its HTTP status only
-#   ctl pods/oomkill '{"job":"ty-x","rank":2}'      # the control API (/_test/)
+#   k GET /api/v1/namespaces/$KNS/pods  # the API server as admin, body on stdout
+#   kubectl_admin get pods              # the real kubectl, as admin
+#   ctl pods/oomkill '{"job":"ty-x","rank":2}'   # kubesim's control API (/_test/)
+#
+# A missing control plane build fails the test (tests/kube/cluster/build.sh builds it; `make
+# test` does that first): never a silent skip.
+#
+# Only what a real API server cannot do is still asked of the in-process test API server
+# (tests/kube/testserver, docs/kube-testserver.md): refusing chosen requests (5xx, 429),
+# forgetting its watch history on demand (410), and tokens that expire within seconds:
+#
+#   kube_start [testserver flags]       # sets KURL, KC (its kubeconfig), KNS=default
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 KSERVER="$TY_BUILD/tests/kube/testserver"
+KUBESIM="$TY_BUILD/tests/kube/kubesim"
 KPID=""
+SIMPID=""
 KURL=""
+KSIM=""
+KNS=default
 KC="$WORK/kubeconfig"
+KCURL=()
+KCLUSTER=""
 
 kube_cleanup() {
     [ -n "$KPID" ] && kill "$KPID" 2>/dev/null && wait "$KPID" 2>/dev/null
+    [ -n "$SIMPID" ] && kill "$SIMPID" 2>/dev/null && wait "$SIMPID" 2>/dev/null
+    [ -n "$KCLUSTER" ] && "$TY_SRC/tests/kube/cluster/down.sh" "$KCLUSTER"
     cleanup
 }
 trap kube_cleanup EXIT
+
+# cluster_start [kubesim flags]: the real control plane in $WORK/cluster, kubesim in front of
+# it, and the namespace the daemon's ServiceAccount may run jobs in (trainyard, deploy/).
+cluster_start() {
+    KCLUSTER=$WORK/cluster
+    if ! "$TY_SRC/tests/kube/cluster/up.sh" "$KCLUSTER" 2>"$WORK/cluster-up.err"; then
+        cat "$WORK/cluster-up.err" >&2
+        echo "FAIL: the Kubernetes control plane did not start" >&2
+        exit 1
+    fi
+    # shellcheck disable=SC1091
+    source "$KCLUSTER/env"
+    KURL=$KUBE_SERVER
+    KC=$KUBE_DAEMON
+    KADMIN=$KUBE_ADMIN
+    KNS=trainyard
+    KCURL=(--cacert "$KUBE_PKI/ca.crt" -H "Authorization: Bearer $KUBE_ADMIN_TOKEN")
+    sim_start "$@"
+}
+
+# sim_start [kubesim flags]: (re)starts kubesim against the running control plane.
+sim_start() {
+    [ -n "$SIMPID" ] && kill "$SIMPID" 2>/dev/null && wait "$SIMPID" 2>/dev/null
+    : >"$WORK/ksim"
+    "$KUBESIM" --kubeconfig "$KADMIN" --pki "$KUBE_PKI" "$@" >"$WORK/ksim" 2>>"$WORK/kubesim.err" &
+    SIMPID=$!
+    for _ in $(seq 1 600); do
+        [ -s "$WORK/ksim" ] && break
+        kill -0 "$SIMPID" 2>/dev/null || break
+        sleep 0.1
+    done
+    KSIM=$(head -1 "$WORK/ksim")
+    [ -n "$KSIM" ] || { echo "FAIL: kubesim did not start" >&2; cat "$WORK/kubesim.err" >&2; exit 1; }
+}
+
+kubectl_admin() {
+    kubectl --kubeconfig "$KADMIN" --cache-dir "$WORK/kubectl-cache" "$@" 2> >(grep -v '^Warning: version difference' >&2)
+}
 
 kube_start() {
     : >"$WORK/kurl"
@@ -29,6 +87,9 @@ kube_start() {
         sleep 0.05
     done
     KURL=$(head -1 "$WORK/kurl")
+    KSIM=$KURL
+    KNS=default
+    KCURL=()
     [ -n "$KURL" ] || { echo "the test API server did not start" >&2; cat "$WORK/testserver.err" >&2; exit 1; }
 }
 
@@ -40,13 +101,13 @@ kube_stop() {
 k() {
     local method=$1 path=$2
     shift 2
-    curl -sk -X "$method" "$@" "$KURL$path"
+    curl -sk "${KCURL[@]}" -X "$method" "$@" "$KURL$path"
 }
 
 kstatus() {
     local method=$1 path=$2
     shift 2
-    curl -sk -o /dev/null -w '%{http_code}' -X "$method" "$@" "$KURL$path"
+    curl -sk "${KCURL[@]}" -o /dev/null -w '%{http_code}' -X "$method" "$@" "$KURL$path"
 }
 
 # kgone PATH: the API server answers 404 for it (for eventually: evaluated on each try).
@@ -55,9 +116,8 @@ kgone() {
 }
 
 ctl() {
-    curl -sk -X POST "$KURL/_test/$1" -d "${2:-{\}}"
+    curl -sk -X POST "$KSIM/_test/$1" -d "${2:-{\}}"
 }
-
 
 # job_field ID JQ: one field of a job.
 job_field() {
@@ -69,8 +129,8 @@ state_is() {
     [ "$(job_field "$1" .state)" = "$2" ]
 }
 
-# pod_lines NS POD [CONTAINER]: "POD LINE" for each line the pod printed (the API server's own
-# log of its current container instance).
+# pod_lines NS POD [CONTAINER]: "POD LINE" for each line the pod printed (through the API
+# server, from the kubelet: its current container instance).
 pod_lines() {
     k GET "/api/v1/namespaces/$1/pods/$2/log?container=${3:-pytorch}" | sed "s/^/$2 /"
 }
@@ -94,4 +154,10 @@ same_lines() {
 # submit_kube JSON: submits and prints the new job's id.
 submit_id() {
     submit "$1" | jq -r .id
+}
+
+# pods_of OBJ: the names of a job object's pods that exist now (any phase).
+pods_of() {
+    k GET "/api/v1/namespaces/$KNS/pods?labelSelector=training.kubeflow.org%2Fjob-name%3D$1" |
+        jq -r '.items[].metadata.name'
 }

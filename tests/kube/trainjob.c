@@ -85,7 +85,8 @@ static void override_node(json_t *c, const json_t *job, int nnodes)
                         json_pack("[{s:i, s:s}]", "containerPort", 29500, "protocol", "TCP"));
 }
 
-static json_t *new_pod(const json_t *job, const json_t *tmpl_in, int index, int nnodes)
+static json_t *new_pod(struct world *w, const json_t *job, const json_t *tmpl_in, int index,
+                       int nnodes)
 {
     const json_t *m = json_object_get(job, "metadata");
     const char *name = kstr(m, "name");
@@ -110,10 +111,16 @@ static json_t *new_pod(const json_t *job, const json_t *tmpl_in, int index, int 
     json_decref(add);
     json_object_set_new(meta, "name", json_string(pname));
     json_object_set_new(meta, "namespace", json_string(kstr(m, "namespace")));
-    json_object_set_new(meta, "ownerReferences",
-                        json_pack("[{s:s, s:s, s:s, s:s, s:b, s:b}]", "apiVersion", "batch/v1",
-                                  "kind", "Job", "name", jobname, "uid", juid, "controller", 1,
-                                  "blockOwnerDeletion", 1));
+    /* Behind a real API server the JobSet and Job in between are not objects there, and its
+     * garbage collector would delete a pod whose owner does not exist: the TrainJob owns it. */
+    json_object_set_new(
+        meta, "ownerReferences",
+        w->remote
+            ? json_pack("[{s:s, s:s, s:s, s:s, s:b, s:b}]", "apiVersion",
+                        "trainer.kubeflow.org/v1alpha1", "kind", "TrainJob", "name", name, "uid",
+                        kstr(m, "uid"), "controller", 1, "blockOwnerDeletion", 1)
+            : json_pack("[{s:s, s:s, s:s, s:s, s:b, s:b}]", "apiVersion", "batch/v1", "kind", "Job",
+                        "name", jobname, "uid", juid, "controller", 1, "blockOwnerDeletion", 1));
     jobs_copy_test_annotations(job, meta);
     json_object_set_new(spec, "hostname", json_string(hostname));
     json_object_set_new(spec, "subdomain", json_string(name));
@@ -181,7 +188,7 @@ static void sync_pods(struct world *w, const json_t *job, const json_t *tmpl, in
         if ((!pod || !strcmp(phase, "Failed")) && !jobs_may_create(w)) {
             t->active++;
         } else if (!pod || !strcmp(phase, "Failed")) {
-            jobs_create_pod(w, job, new_pod(job, tmpl, idx, nnodes), &src);
+            jobs_create_pod(w, job, new_pod(w, job, tmpl, idx, nnodes), &src);
             t->active++;
         } else if (!strcmp(phase, "Succeeded")) {
             t->succeeded++;

@@ -44,7 +44,7 @@ def placeholder:
   . as $ph
   | expand($ph["x-trainyard-openapi"])
   | if $ph | has("x-trainyard-pick") then
-      pick($ph["x-trainyard-pick"])
+      pick($ph["x-trainyard-pick"]) | del(.required) # a patch: every field optional
       | if $ph["x-trainyard-container-pick"] == null then .
         else reduce ("containers", "initContainers") as $c (.;
           if .properties[$c] then

@@ -7,7 +7,7 @@
 #   tests/kube/cluster/down.sh DIR
 #
 # DIR/env sets KUBE_SERVER (https://127.0.0.1:PORT), KUBE_ADMIN (an admin kubeconfig, group
-# system:masters), KUBE_DAEMON (a kubeconfig with the token of deploy/'s ServiceAccount
+# system:masters; KUBE_ADMIN_TOKEN its token), KUBE_DAEMON (a kubeconfig with the token of deploy/'s ServiceAccount
 # trainyard/trainyard: the daemon runs under the real RBAC authorizer with exactly what
 # deploy/rbac.yaml grants), KUBE_PKI (the CA, and the serving certificate a simulated kubelet
 # or webhook presents: subjectAltName IP:127.0.0.1), KUBE_BIN and KUBE_DIR.
@@ -215,6 +215,7 @@ KUBE_DIR=$DIR
 KUBE_BIN=$BIN
 KUBE_SERVER=$SERVER
 KUBE_ADMIN=$DIR/admin.kubeconfig
+KUBE_ADMIN_TOKEN=$ADMIN_TOKEN
 KUBE_DAEMON=$DIR/trainyard.kubeconfig
 KUBE_PKI=$PKI
 KUBE_ETCD=http://127.0.0.1:$ETCD_PORT
