@@ -123,6 +123,12 @@ size_t kube_nodes_count(const struct kube_nodes *n)
     return n->byname.n;
 }
 
+bool kube_nodes_ready(const struct kube_nodes *n, const char *name)
+{
+    const json_t *v = kmap_get(&n->byname, name);
+    return v && json_is_true(json_object_get(v, "ready"));
+}
+
 static int by_name(const void *a, const void *b)
 {
     const char *x = jsonx_str(*(json_t *const *)a, "name"),

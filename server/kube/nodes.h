@@ -11,6 +11,7 @@
 #define TY_KUBE_NODES_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 struct kube_nodes;
@@ -28,6 +29,8 @@ void kube_nodes_free(struct kube_nodes *n);
 void kube_nodes_upsert(struct kube_nodes *n, const json_t *node);
 void kube_nodes_remove(struct kube_nodes *n, const json_t *node);
 size_t kube_nodes_count(const struct kube_nodes *n);
+/* Whether the node is known and its Ready condition is True. */
+bool kube_nodes_ready(const struct kube_nodes *n, const char *name);
 
 /* {"items": [...]} sorted by name (new reference). trainyard's marks on nodes are added by
  * the API (api/nodes.c), from the store. */

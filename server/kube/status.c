@@ -15,7 +15,8 @@
  *   container terminated, exit != 0    failed (reason Error, OOMKilled, ...; exit code)
  *   restarted in place                 the crashed run's end (from lastState), then running
  *   pod Failed by eviction / node loss lost (reason NodeLost, Evicted, ...)
- *   pod deleted while running          lost (stopped when trainyard stopped the job)
+ *   pod deleted while running          lost: NodeLost when its node is NotReady or gone, else
+ *                                      PodDeleted (stopped when trainyard stopped the job)
  *
  * Each slot (node of the job) remembers what it reported last, so a watch event that changes
  * nothing reports nothing.
@@ -319,10 +320,18 @@ void kube_status_pod_gone(struct kube *k, struct kpod *p)
     struct kslot *s = &j->slots[p->slot];
     if (strcmp(s->uid, p->uid) != 0 || s->ended)
         return;
+    /* A pod that vanished from a node that stopped reporting went with its node (the cloud
+     * terminated the instance and the pod garbage collector removed the pod): the node's
+     * NotReady comes first, so the node cache already says so. */
+    bool node_gone = p->node[0] && !kube_nodes_ready(k->nodes, p->node);
+    char msg[400];
+    snprintf(msg, sizeof(msg), "the pod was deleted while it ran%s%s%s",
+             node_gone ? " on node " : "", node_gone ? p->node : "",
+             node_gone ? ", which is NotReady or gone" : "");
     struct rank_report r = { .state = RANK_LOST,
                              .exit_code = -1,
-                             .reason = "PodDeleted",
-                             .message = "the pod was deleted while it ran",
+                             .reason = node_gone ? "NodeLost" : "PodDeleted",
+                             .message = msg,
                              .time = clock_now_ns() };
     report_state(k, j, p, s, &r, -1);
 }

@@ -5,7 +5,7 @@
 # and its rank counts the restart; a lost node's pod is re-created elsewhere by the operator and
 # the job runs again as a new attempt.
 source "$(dirname "$0")/kubelib.sh"
-kube_start
+cluster_start
 ty_start --executor kubernetes --kubeconfig "$KC"
 
 # ---- OOMKilled
@@ -36,8 +36,8 @@ ctl pods/restart '{"pod":"'"$pod"'"}' >/dev/null
 eventually "the restart is seen" 20 bash -c "curl -s -H 'Authorization: Bearer $TOKEN' $URL/v1/jobs/$id2 | jq -e '.ranks[1].restarts==1 and .ranks[1].state==\"running\"'"
 ctl pods/print '{"pod":"'"$pod"'","lines":'"$(lines after 5)"'}' >/dev/null
 expect() {
-    { k GET "/api/v1/namespaces/default/pods/$pod/log?container=pytorch&previous=true"
-      k GET "/api/v1/namespaces/default/pods/$pod/log?container=pytorch"; } | sed "s/^/$pod /" >"$WORK/expected"
+    { k GET "/api/v1/namespaces/$KNS/pods/$pod/log?container=pytorch&previous=true"
+      k GET "/api/v1/namespaces/$KNS/pods/$pod/log?container=pytorch"; } | sed "s/^/$pod /" >"$WORK/expected"
     grep -q "after line 4" "$WORK/expected" && tail -1 "$WORK/expected" | grep -q "training finished"
 }
 eventually "the new run printed everything" 20 expect

@@ -16,11 +16,25 @@
 #include "tests/kube/store.h"
 #include "tests/kube/world.h"
 
-/* Resolves {"pod": name} or {"job": name, "rank": r} to a pod name (out >= 254 bytes). */
-static int resolve_pod(struct world *w, const json_t *body, const char *ns, char *out,
+/* Resolves {"pod": name} or {"job": name, "rank": r} to a pod name (out >= 254 bytes) and,
+ * when ns is "" (no "namespace" given), the namespace of the first pod that matches (ns_out
+ * >= 254 bytes). */
+static int resolve_pod(struct world *w, const json_t *body, const char *ns, char *out, char *ns_out,
                        struct err *err)
 {
     const char *pod = kstr(body, "pod"), *job = kstr(body, "job");
+    const struct resource *pods_res = resource_lookup("", "v1", "pods");
+    snprintf(ns_out, 254, "%s", ns[0] ? ns : "default");
+    if (pod[0] && !ns[0]) {
+        size_t n;
+        json_t **all = store_list(w->store, pods_res, NULL, &n);
+        for (size_t i = 0; i < n; i++)
+            if (!strcmp(kstr(json_object_get(all[i], "metadata"), "name"), pod)) {
+                snprintf(ns_out, 254, "%s", kstr(json_object_get(all[i], "metadata"), "namespace"));
+                break;
+            }
+        store_list_free(all, n);
+    }
     if (pod[0]) {
         snprintf(out, 254, "%s", pod);
         return 0;
@@ -29,7 +43,7 @@ static int resolve_pod(struct world *w, const json_t *body, const char *ns, char
     if (!job[0] || rank < 0)
         return status_set(err, ERR_INVALID, "BadRequest", "give \"pod\", or \"job\" and \"rank\"");
     size_t n;
-    json_t **pods = store_list(w->store, resource_lookup("", "v1", "pods"), ns, &n);
+    json_t **pods = store_list(w->store, pods_res, ns[0] ? ns : NULL, &n);
     int rc = -1;
     for (size_t i = 0; i < n && rc < 0; i++) {
         const json_t *labels = kpath(pods[i], "metadata.labels");
@@ -40,6 +54,7 @@ static int resolve_pod(struct world *w, const json_t *body, const char *ns, char
             continue;
         if (script_rank(pods[i], json_array_get(kpath(pods[i], "spec.containers"), 0)) == rank) {
             snprintf(out, 254, "%s", kstr(kpath(pods[i], "metadata"), "name"));
+            snprintf(ns_out, 254, "%s", kstr(kpath(pods[i], "metadata"), "namespace"));
             rc = 0;
         }
     }
@@ -52,10 +67,9 @@ static int resolve_pod(struct world *w, const json_t *body, const char *ns, char
 
 static int pod_op(struct world *w, const char *op, const json_t *body, struct err *err)
 {
-    const char *ns = kstr(body, "namespace")[0] ? kstr(body, "namespace") : "default";
     const char *ctr = kstr(body, "container");
-    char pod[254];
-    if (resolve_pod(w, body, ns, pod, err) < 0)
+    char pod[254], ns[254];
+    if (resolve_pod(w, body, kstr(body, "namespace"), pod, ns, err) < 0)
         return -1;
     struct kubelet *k = sim_kubelet(w);
     struct kubelet_exit how = { .code = (int)jsonx_int(body, "exitCode", 1),

@@ -133,7 +133,7 @@ json_t *gc_delete(struct world *w, const struct resource *res, const char *ns, c
         return NULL;
     }
     if (w->remote) { /* the real API server and garbage collector do the rest */
-        w->remote->delete (w->remote->ctx, res, obj, propagation, grace, false);
+        w->remote->del(w->remote->ctx, res, obj, propagation, grace, false);
         json_t *copy = json_deep_copy(obj);
         json_t *m = kobj(copy, "metadata");
         if (!json_object_get(m, "deletionTimestamp"))

@@ -32,6 +32,7 @@
 #define KILL_DELAY     (100 * MS)
 #define BACKOFF_BASE   (500 * MS)
 #define BACKOFF_MAX    (5000 * MS)
+#define LOST_DELETE    (1000 * MS) /* a lost node's pods are deleted after its NotReady shows */
 
 struct kubelet {
     struct podrt *pods;
@@ -370,14 +371,19 @@ static bool kill_pod(struct world *w, struct kubelet *k, struct podrt *rt, const
     return false;
 }
 
+static void lost_pod_gone(struct world *w, struct podrt *rt, const json_t *pod);
+
 /* Advances one pod; false when rt was freed (the pod is gone). */
 static bool step(struct world *w, struct kubelet *k, struct podrt *rt, const json_t *pod)
 {
-    if (kpath(pod, "metadata.deletionTimestamp"))
+    if (rt->stage != ST_LOST && kpath(pod, "metadata.deletionTimestamp"))
         return kill_pod(w, k, rt, pod);
     if (w->sim_ns < rt->at)
         return true;
     switch (rt->stage) {
+    case ST_LOST:
+        lost_pod_gone(w, rt, pod);
+        break;
     case ST_UNSCHEDULED:
         try_schedule(w, k, rt, pod);
         break;
@@ -551,23 +557,27 @@ int kubelet_print(struct world *w, struct kubelet *k, const char *ns, const char
 }
 
 /* Behind a real API server a lost node's kubelet says nothing more: its containers stop, and
- * its pods are deleted at once, as when the cloud terminates the instance and the pod garbage
- * collector removes what was bound to it (grace 0: nobody is left to confirm). */
+ * a second later (once the node's NotReady is on the server) its pods are deleted, as when
+ * the cloud terminates the instance and the pod garbage collector removes what was bound to
+ * it (grace 0: nobody is left to confirm). */
 static void node_lost_remote(struct world *w, struct kubelet *k, const char *node)
 {
-    const struct resource *res = resource_lookup("", "v1", "pods");
     for (struct podrt *rt = k->pods; rt; rt = rt->next) {
-        if (strcmp(rt->node, node))
+        if (strcmp(rt->node, node) || rt->stage == ST_LOST)
             continue;
         for (size_t i = 0; i < rt->n; i++)
             if (rt->c[i].state == C_RUNNING)
                 podlogs_end(w->logs, rt->uid, rt->c[i].name);
-        rt->stage = ST_DONE;
-        rt->idle = true;
-        json_t *pod = store_get(w->store, res, rt->ns, rt->name);
-        if (pod)
-            w->remote->delete (w->remote->ctx, res, pod, "Background", 0, false);
+        rt->stage = ST_LOST;
+        rt->at = w->sim_ns + LOST_DELETE;
+        rt->idle = false;
     }
+}
+
+static void lost_pod_gone(struct world *w, struct podrt *rt, const json_t *pod)
+{
+    w->remote->del(w->remote->ctx, resource_lookup("", "v1", "pods"), pod, "Background", 0, false);
+    rt->stage = ST_DONE;
 }
 
 void kubelet_node_lost(struct world *w, struct kubelet *k, const char *node, bool deleted)

@@ -74,6 +74,7 @@ static const char *phase_of(const struct podrt *rt, const json_t *pod)
     case ST_RUNNING:
         return "Running";
     case ST_KILLING:
+    case ST_LOST:
         return kstr(kpath(pod, "status"), "phase");
     case ST_DONE:
         for (size_t i = 0; i < rt->n; i++)

@@ -15,7 +15,8 @@
 
 struct world;
 
-enum stage { ST_UNSCHEDULED, ST_PULLING, ST_STUCK, ST_RUNNING, ST_DONE, ST_KILLING };
+/* ST_LOST: on a node that stopped reporting (behind a real API server: deleted at `at`). */
+enum stage { ST_UNSCHEDULED, ST_PULLING, ST_STUCK, ST_RUNNING, ST_DONE, ST_KILLING, ST_LOST };
 enum cstate { C_WAITING, C_RUNNING, C_TERMINATED };
 
 struct ctr {

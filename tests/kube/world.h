@@ -42,8 +42,8 @@ struct world_remote {
     void *ctx;
     /* DELETE obj (borrowed) with propagation (NULL: the server's default) and grace (< 0:
      * the object's own); final: the kubelet's last word on a pod (grace 0, uid precondition). */
-    void (*delete)(void *ctx, const struct resource *res, const json_t *obj,
-                   const char *propagation, int64_t grace, bool final);
+    void (*del)(void *ctx, const struct resource *res, const json_t *obj, const char *propagation,
+                int64_t grace, bool final);
     /* Records a core/v1 Event (steals ev); key identifies it for aggregation (count bumps). */
     void (*event)(void *ctx, const char *key, json_t *ev);
     int kubelet_port; /* what the nodes report as daemonEndpoints.kubeletEndpoint.Port */

@@ -623,7 +623,7 @@ struct mirror *mirror_new(struct world *w, struct kube_client *c, int kubelet_po
     kmap_init(&m->entries);
     kmap_init(&m->events);
     m->remote = (struct world_remote){
-        .ctx = m, .delete = remote_delete, .event = remote_event, .kubelet_port = kubelet_port
+        .ctx = m, .del = remote_delete, .event = remote_event, .kubelet_port = kubelet_port
     };
     w->remote = &m->remote;
     store_on_write(w->store, on_write, m);
