@@ -1,27 +1,29 @@
 #!/bin/bash
-# 46-kube-deploy: the manifests in deploy/ that run trainyard in a cluster. The API server (the
-# test one, through the real kubectl) accepts them all in a server-side dry run; the Deployment
-# runs one daemon with its ServiceAccount, database volume and Service; and every request a
-# daemon makes while running jobs (create, watch, logs, events, secrets, deletes, nodes) is
-# allowed by deploy/rbac.yaml, and nothing more than it needs is granted.
+# 46-kube-deploy: the manifests in deploy/ that run trainyard in a cluster, applied for real to
+# a real control plane (tests/kube/cluster/up.sh does `kubectl apply -f deploy/`). A
+# server-side dry run of them again changes nothing; the Deployment runs one pod (on a kubesim
+# node) with its ServiceAccount's token mounted, its claim bound and its Service's endpoint;
+# and the daemon itself runs with that ServiceAccount's token under the real RBAC authorizer:
+# every request it makes while running jobs (create, watch, logs, events, secrets, deletes,
+# nodes) is allowed by deploy/rbac.yaml (a 403 fails this test), and nothing more than it needs
+# is granted.
 source "$(dirname "$0")/kubelib.sh"
-if ! command -v kubectl >/dev/null; then
-    echo "SKIP: kubectl is not installed"
-    exit 0
-fi
 D="$TY_SRC/deploy"
-kube_start
-K=(kubectl --kubeconfig "$KC" --cache-dir "$WORK/kcache" --request-timeout=20s)
-check "the namespace is created" "${K[@]}" create -f "$D/namespace.yaml"
+cluster_start
+K=(kubectl --kubeconfig "$KADMIN" --cache-dir "$WORK/kcache" --request-timeout=20s)
 out=$("${K[@]}" apply --dry-run=server -f "$D" 2>&1)
-check "kubectl apply --dry-run=server accepts every manifest" test $? -eq 0
+check "kubectl apply --dry-run=server accepts every manifest again" test $? -eq 0
 for o in serviceaccount/trainyard role.rbac.authorization.k8s.io/trainyard \
     rolebinding.rbac.authorization.k8s.io/trainyard clusterrole.rbac.authorization.k8s.io/trainyard-nodes \
     clusterrolebinding.rbac.authorization.k8s.io/trainyard-nodes persistentvolumeclaim/trainyard-data \
-    deployment.apps/trainyard service/trainyard; do
-    check "$o is created (server dry run)" grep -q "^$o created (server dry run)" <<<"$out"
+    deployment.apps/trainyard service/trainyard namespace/trainyard; do
+    check "$o is applied, unchanged (server dry run)" grep -q "^$o unchanged (server dry run)" <<<"$out"
 done
-check_eq "a dry run creates nothing" "No resources found in trainyard namespace." "$("${K[@]}" -n trainyard get deployments 2>&1)"
+eventually "the Deployment's pod runs on a simulated node" 60 bash -c "'${K[0]}' --kubeconfig '$KADMIN' -n trainyard get deployment trainyard -o json 2>/dev/null | jq -e '.status.readyReplicas==1'"
+pod=$("${K[@]}" -n trainyard get pods -l app.kubernetes.io/name=trainyard -o json 2>/dev/null | jq -c '.items[0]')
+check "as the ServiceAccount, its token mounted by the API server" jq -e '.spec.serviceAccountName=="trainyard" and ([.spec.containers[0].volumeMounts[]|select(.mountPath=="/var/run/secrets/kubernetes.io/serviceaccount")]|length==1)' <<<"$pod"
+check_eq "its data claim is bound" "Bound" "$("${K[@]}" -n trainyard get pvc trainyard-data -o jsonpath='{.status.phase}' 2>/dev/null)"
+eventually "the Service has the pod as its endpoint" 30 bash -c "test \"\$('${K[0]}' --kubeconfig '$KADMIN' -n trainyard get endpoints trainyard -o jsonpath='{.subsets[0].addresses[0].targetRef.name}' 2>/dev/null)\" = $(jq -r .metadata.name <<<"$pod")"
 
 docs=$(for f in "$D"/*.yaml; do yq -c . "$f"; done)
 of() { jq -c "select(.kind==\"$1\")" <<<"$docs"; }
@@ -36,8 +38,8 @@ check_eq "the Service reaches the container's port" "http" "$(jq -r '.spec.ports
 check "the public URL is the Service" jq -e '.spec.template.spec.containers[0].env[]|select(.name=="TRAINYARD_PUBLIC_URL")|.value|startswith("http://trainyard.trainyard.svc:8080")' <<<"$dep"
 check "every setting is one trainyard knows" bash -c "for n in \$(jq -r '.spec.template.spec.containers[0].env[].name' <<<'$dep' | sed 's/^TRAINYARD_//;s/_/-/g' | tr A-Z a-z); do [ \$n = admin-token ] && continue; '$TRAINYARD' serve --help | grep -q -- \"--\$n \" || exit 1; done"
 
-# ---- what the daemon asks of the API server, against what the Role and ClusterRole allow
-"${K[@]}" create -f "$D/serviceaccount.yaml" >/dev/null
+# ---- what the daemon asks of the API server, as deploy/'s ServiceAccount under RBAC
+check "the daemon's kubeconfig is the ServiceAccount's token" grep -q 'user: trainyard' "$KC"
 ty_start --executor kubernetes --kubeconfig "$KC" --namespace trainyard
 a=$(submit_id '{"name":"a","image":"x","nodes":2}')
 b=$(submit_id '{"name":"b","image":"x","nodes":2,"kubernetes":{"kind":"TrainJob"}}')
@@ -52,6 +54,7 @@ api DELETE "/v1/jobs/$a" >/dev/null
 api POST '/v1/jobs?dry_run=true' -H 'Content-Type: application/json' -d '{"name":"dry","image":"x"}' >/dev/null
 eventually "the nodes are listed" 10 bash -c "curl -s -H 'Authorization: Bearer $TOKEN' $URL/v1/nodes | jq -e '.items|length==4'"
 sleep 1
+check_eq "no request was refused (403: a verb deploy/rbac.yaml misses)" "" "$(api GET /metrics | grep '^trainyard_kube_errors_total.*code="403"')"
 used=$(api GET /metrics | sed -n 's/^trainyard_kube_requests_total{verb="\([a-z]*\)",resource="\([a-z/]*\)"}.*/\1 \2/p' | grep -v openapi)
 check "the daemon made its requests" test "$(wc -l <<<"$used")" -ge 10
 rules=$(jq -c 'select(.kind=="Role" or .kind=="ClusterRole")|{kind, rules}' <<<"$docs")
