@@ -4,16 +4,16 @@
 # as large as the preflight demands and inside the memory limit; GPU and EFA requests equal
 # their limits and the counts the preflight expects (and torchrun's processes per node); the
 # worker's grace period ends before the kubelet's; every TRAINYARD_* variable the examples set
-# is one docs/worker.md documents; the preflight Job runs the preflight. Then the job goes
-# through kubectl to the test Kubernetes API server, whose simulated training operator makes
-# the pods, and each pod's environment, given to the worker, makes the preflight the node's.
-set -u
+# is one docs/worker.md documents; the preflight Job runs the preflight; what the examples
+# fill in for the daemon (labels, the token's Secret and key, TRAINYARD_URL) is what the
+# daemon really renders (its dry run) and what deploy/ sets. Then the job goes through kubectl
+# to a real control plane (tests/kube/cluster) whose simulated training operator (kubesim)
+# makes the pods, and each pod's environment, given to the worker, makes the preflight the
+# node's.
+source "$(dirname "$0")/kubelib.sh"
 D="$TY_SRC/deploy/examples"
 W="$TY_BUILD/trainyard-worker"
-SERVER="$TY_BUILD/tests/kube/testserver"
-tmp=$(mktemp -d)
-spid=""
-trap '[ -n "$spid" ] && kill $spid && wait $spid; [ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
+tmp=$WORK
 pass=0 fail=0
 ok() { pass=$((pass + 1)); }
 ko() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
@@ -76,18 +76,35 @@ for v in $(cat "$tmp/job.json" "$tmp/pf.json" | jq -r '.. | objects | .name? // 
     grep -q "\`$v\`" "$TY_SRC/docs/worker.md" && ok || ko "$v is not in docs/worker.md"
 done
 
+# What the daemon renders for the same job: the examples' "daemon" values have its shapes.
+cluster_start --nodes 2 --instance-type p5.48xlarge
+dep=$(yq -c . "$TY_SRC/deploy/deployment.yaml")
+ty_start --executor kubernetes --kubeconfig "$KC" \
+    --public-url "$(jq -r '.spec.template.spec.containers[0].env[]|select(.name=="TRAINYARD_PUBLIC_URL")|.value' <<<"$dep")"
+api POST '/v1/jobs?dry_run=true' -H 'Content-Type: application/json' \
+    -d '{"name":"llm-pretrain","image":"x","nodes":2,"procs_per_node":8}' | jq .object > "$tmp/rendered.json"
+rc=$(jq -c '.spec.pytorchReplicaSpecs.Master.template.spec.containers[0]' "$tmp/rendered.json")
+jq -e --slurpfile r "$tmp/rendered.json" '(.metadata.labels|keys) - ($r[0].metadata.labels|keys) == [] and
+    (.metadata.labels|keys|length) > 0' "$tmp/job.json" > /dev/null && ok ||
+    ko "the example's labels are not the daemon's: $(jq -c '.metadata.labels|keys' "$tmp/rendered.json")"
+want=$(jq -r '.env[]|select(.name=="TRAINYARD_TOKEN")|.valueFrom.secretKeyRef|"\(.name|sub("^ty-dry-run";"NAME")) \(.key)"' <<<"$rc")
+have=$(jq -r '.spec.pytorchReplicaSpecs.Master.template.spec.containers[0].env[]|select(.name=="TRAINYARD_TOKEN")|.valueFrom.secretKeyRef|"\(.name|sub("^llm-pretrain";"NAME")) \(.key)"' "$tmp/job.json")
+[ "$want" = "$have" ] && ok || ko "the example's token Secret ($have) is not the daemon's ($want)"
+want=$(jq -r '.env[]|select(.name=="TRAINYARD_URL")|.value' <<<"$rc")
+have=$(jq -r '.spec.pytorchReplicaSpecs.Master.template.spec.containers[0].env[]|select(.name=="TRAINYARD_URL")|.value' "$tmp/job.json")
+[ "$want" = "$have" ] && ok || ko "the example's TRAINYARD_URL ($have) is not deploy/'s public URL ($want)"
+for v in $(jq -r '.env[].name' <<<"$rc" | grep '^TRAINYARD_'); do
+    grep -q "\`$v\`" "$TY_SRC/docs/worker.md" || continue # injected for the training code only
+    jq -e --arg v "$v" '.spec.pytorchReplicaSpecs.Master.template.spec.containers[0].env|map(.name)|index($v)' \
+        "$tmp/job.json" > /dev/null && ok || ko "the daemon injects $v, the example lacks it"
+done
+
 # The operator (v1.9, simulated) sets WORLD_SIZE=16 (processes), RANK and PET_NODE_RANK (pod
 # index), PET_NNODES=2; the two pods' preflights must meet as node 0 and 1 of 2. Devices, the
 # master's address and the rendezvous are this machine's (no GPU, tcp, a shared directory).
-if ! command -v kubectl > /dev/null || [ ! -x "$SERVER" ]; then
-    echo "SKIP: kubectl or $SERVER missing: the job was not submitted"
-else
-    "$SERVER" --port 0 --kubeconfig "$tmp/kc" --nodes 2 --instance-type p5.48xlarge \
-        > "$tmp/url" 2> "$tmp/server.log" &
-    spid=$!
-    for _ in $(seq 100); do [ -s "$tmp/url" ] && break; sleep 0.05; done
-    K=(kubectl --kubeconfig "$tmp/kc" --cache-dir "$tmp/cache" --request-timeout=20s)
-    "${K[@]}" create -f "$D/pytorchjob.yaml" > /dev/null && ok || ko "kubectl create -f pytorchjob.yaml"
+{
+    K=(kubectl --kubeconfig "$KADMIN" --cache-dir "$tmp/cache" --request-timeout=20s)
+    "${K[@]}" create -f "$D/pytorchjob.yaml" > /dev/null 2>&1 && ok || ko "kubectl create -f pytorchjob.yaml"
     port=$((20000 + RANDOM % 20000))
     pids=""
     for pod in llm-pretrain-master-0 llm-pretrain-worker-0; do
@@ -110,7 +127,7 @@ else
         ko "node 0 did not test the fabric with node 1: $(cat "$tmp/llm-pretrain-master-0.out")"
     grep -q '^command: node 1, WORLD_SIZE 16$' "$tmp/llm-pretrain-worker-0.out" && ok ||
         ko "the command lost the operator's variables: $(tail -2 "$tmp/llm-pretrain-worker-0.out")"
-fi
+}
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+PASSED=$pass FAILED=$fail
+ty_done
