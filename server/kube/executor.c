@@ -276,6 +276,11 @@ static void kube_metrics(struct executor *ex, struct buf *out)
         (unsigned long long)atomic_load(&k->streams_waiting), (unsigned long long)ls.lines,
         (unsigned long long)ls.duplicates, (double)kube_client_busy_ns(k->client) / 1e9,
         (double)ls.push_ns / 1e9);
+    buf_printf(out,
+               "# HELP trainyard_kube_pods_reaped_total Pods trainyard deleted because their job "
+               "failed while they still ran.\n# TYPE trainyard_kube_pods_reaped_total counter\n"
+               "trainyard_kube_pods_reaped_total %llu\n",
+               (unsigned long long)atomic_load(&k->pods_reaped));
 }
 
 void kube_stop(struct executor *ex)

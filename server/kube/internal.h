@@ -80,6 +80,8 @@ struct kpod {
     json_t *last;   /* {"status": ...} of the latest pod object */
     json_t *labels; /* the pod's labels */
     bool gone;      /* deleted; freed once its logs are read */
+    bool deleting;  /* metadata.deletionTimestamp is set */
+    bool reaped;    /* trainyard asked for its deletion (its job failed) */
     struct kube_follow *follow;
     bool retired;   /* another pod took its slot over */
     bool logs_done; /* its follower read everything and was released */
@@ -152,6 +154,7 @@ struct kube {
     atomic_bool adopted_all; /* the controller finished adopting (its first poll) */
     int64_t last_tick, held_checked;
     atomic_ullong created, adopted_existing, create_errors, create_ns_total, create_count;
+    atomic_ullong pods_reaped;
     atomic_llong adopt_waited; /* ns the controller spent waiting for adoptions */
     atomic_llong cmd_lag_ns;   /* how long the last commands waited for the loop (reconcile lag) */
     atomic_ullong jobs_tracked, pods_tracked, streams_open, streams_waiting;
@@ -165,6 +168,10 @@ void kube_obj_create(struct kube *k, struct kjob *j);
 void kube_obj_delete(struct kube *k, struct kjob *j, const char *propagation);
 void kube_obj_tick(struct kube *k, struct kjob *j, int64_t now);
 void kube_obj_list_pods(struct kube *k, struct kjob *j);
+/* Deletes the job's pods that still run (or wait to), whatever the operator's cleanPodPolicy:
+ * no pod may outlive a failed job and hold its GPUs. */
+void kube_obj_reap(struct kube *k, struct kjob *j);
+void kube_obj_reap_pod(struct kube *k, struct kpod *p);
 /* Deletes (Background) an object and its token Secret without waiting for the outcome. */
 void kube_obj_delete_detached(struct kube *k, const char *kind, const char *ns, const char *obj,
                               bool token);

@@ -275,15 +275,45 @@ void kube_obj_list_pods(struct kube *k, struct kjob *j)
              j->m.obj);
     struct kube_request r = { .method = "GET", .path = path };
     j->list_call = kube_call_start(k->client, &r, NULL, on_pods, j);
-    if (!tj) { /* free the GPUs of pods still running: the operator deletes them */
-        char p2[600];
-        object_path(j, j->m.kind, true, p2, sizeof(p2));
-        struct kube_request c = { .method = "PATCH",
-                                  .path = p2,
-                                  .body =
-                                      "{\"spec\":{\"runPolicy\":{\"cleanPodPolicy\":\"Running\"}}}",
-                                  .content_type = "application/merge-patch+json" };
-        kube_call_start(k->client, &c, NULL, NULL, NULL);
+}
+
+static bool pod_ended(const struct kpod *p)
+{
+    const char *phase = jsonx_str(json_object_get(p->last, "status"), "phase");
+    return phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"));
+}
+
+static void on_reaped(void *ctx, long status, const struct buf *body, struct err *err)
+{
+    struct kube *k = ctx;
+    (void)body;
+    if (err_is_set(err) && status != 404 && status != 409) /* 409: a newer pod of that name */
+        log_warn("kube: deleting a pod of a failed job: %s", err->msg);
+    else if (!err_is_set(err))
+        atomic_fetch_add(&k->pods_reaped, 1);
+}
+
+void kube_obj_reap_pod(struct kube *k, struct kpod *p)
+{
+    if (p->gone || p->deleting || p->reaped || pod_ended(p))
+        return;
+    p->reaped = true;
+    char path[700], body[200];
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", p->ns, p->name);
+    snprintf(body, sizeof(body),
+             "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\",\"propagationPolicy\":"
+             "\"Background\",\"preconditions\":{\"uid\":\"%s\"}}",
+             p->uid);
+    struct kube_request r = { .method = "DELETE", .path = path, .body = body };
+    kube_call_start(k->client, &r, NULL, on_reaped, k);
+}
+
+void kube_obj_reap(struct kube *k, struct kjob *j)
+{
+    for (struct kmap_iter it = kmap_first(&k->pods); it.e; kmap_next(&k->pods, &it)) {
+        struct kpod *p = it.e->value;
+        if (p->job == j)
+            kube_obj_reap_pod(k, p);
     }
 }
 

@@ -119,11 +119,14 @@ void kube_pod_upsert(struct kube *k, const json_t *pod)
         snprintf(p->node, sizeof(p->node), "%s", node);
     json_decref(p->last);
     p->last = json_pack("{s:O}", "status", json_object_get(pod, "status"));
+    p->deleting = json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp") != NULL;
     if (!p->job && (p->job = job_of_pod(k, p)))
         p->slot = pod_slot(p->job, p->labels);
     if (!p->job)
         return;
     kube_status_pod(k, p);
+    if (p->job->reported == JOB_FAILED) /* made or still running after its job failed */
+        kube_obj_reap_pod(k, p);
     follow(k, p);
     k->nodes_dirty = true;
 }
@@ -198,6 +201,8 @@ void kube_pods_attach(struct kube *k, struct kjob *j)
         p->job = j;
         p->slot = pod_slot(j, p->labels);
         kube_status_pod(k, p);
+        if (j->reported == JOB_FAILED)
+            kube_obj_reap_pod(k, p);
         follow(k, p);
     }
 }

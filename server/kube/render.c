@@ -296,7 +296,9 @@ static const char *restart_policy(const struct spec_view *v)
 
 static json_t *run_policy(const struct spec_view *v)
 {
-    json_t *rp = json_pack("{s:s,s:i,s:b}", "cleanPodPolicy", "None", "backoffLimit",
+    /* Running: the operator deletes the pods still running once the job ends (and trainyard
+     * does too when it fails: status.c); finished pods stay for their logs. */
+    json_t *rp = json_pack("{s:s,s:i,s:b}", "cleanPodPolicy", "Running", "backoffLimit",
                            strcmp(v->restart_policy, "never") ? v->max_restarts : 0, "suspend", 0);
     if (v->deadline_seconds)
         json_object_set_new(rp, "activeDeadlineSeconds", json_integer(v->deadline_seconds));

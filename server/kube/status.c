@@ -107,6 +107,9 @@ static void failed(struct kube *k, struct kjob *j, const json_t *c)
              j->fail_msg, j->fail_msg[0] ? ")" : "");
     const char *reason = j->fail_reason[0] ? j->fail_reason : jsonx_str(c, "reason");
     kube_report_job(k, j, JOB_FAILED, reason ? reason : "Failed", msg);
+    /* The operator deletes running pods of a finished job only per its cleanPodPolicy (None by
+     * default for a PyTorchJob: the ranks that did not fail keep their GPUs): trainyard does. */
+    kube_obj_reap(k, j);
 }
 
 /* Every slot's last report is a running container. */

@@ -3,7 +3,9 @@
 # rank 2 is OOMKilled fails with a first failure naming the rank, the pod, the node and
 # OOMKilled; a container restarted in place keeps the crashed run's last lines (previous=true)
 # and its rank counts the restart; a lost node's pod is re-created elsewhere by the operator and
-# the job runs again as a new attempt.
+# the job runs again as a new attempt. On a real control plane (kubesim's 4 nodes of 8 GPUs):
+# no pod outlives a failed job, whatever the manifest's cleanPodPolicy, so the next job gets the
+# GPUs.
 source "$(dirname "$0")/kubelib.sh"
 cluster_start
 ty_start --executor kubernetes --kubeconfig "$KC"
@@ -23,6 +25,42 @@ check_eq "the job's reason is the pod's" "OOMKilled" "$(jq -r .reason <<<"$job")
 check "its message has the operator's words and the pod's" jq -e '.message|contains("failed because 1 Worker replica(s) failed") and contains("pod ty-'"$id"'-worker-1 on node")' <<<"$job"
 check_eq "the rank itself is failed" "failed OOMKilled" "$(jq -r '.ranks[2]|"\(.state) \(.reason)"' <<<"$job")"
 check "the OOM kill is on the timeline" jq -e '[.items[]|select(.type=="rank_exited" and .reason=="OOMKilled" and .rank==2)]|length==1' <(api GET "/v1/jobs/$id/events")
+
+# ---- no pod outlives a failed job: its GPUs go to the next one
+running_pods() { k GET "/api/v1/namespaces/$KNS/pods?labelSelector=training.kubeflow.org%2Fjob-name%3D$1" | jq '[.items[]|select(.status.phase!="Succeeded" and .status.phase!="Failed")]|length'; }
+gpu=$(submit_id '{"name":"all-gpus","image":"x","nodes":4,"resources":{"gpus":8},"restart":{"policy":"never"},
+  "kubernetes":{"annotations":{"testserver.trainyard.io/oom-ranks":"2","testserver.trainyard.io/run-forever":"true"}}}')
+eventually "a job holding every GPU fails when rank 2 is OOM-killed" 60 state_is "$gpu" failed
+check_eq "as OOMKilled" "OOMKilled" "$(job_field "$gpu" .reason)"
+eventually "every other pod of the failed job is deleted" 10 test "$(running_pods "ty-$gpu")" = 0
+next=$(submit_id '{"name":"next","image":"x","nodes":4,"resources":{"gpus":8},"kubernetes":{"annotations":{"testserver.trainyard.io/run-forever":"true"}}}')
+eventually "so the next job gets the GPUs and runs" 30 state_is "$next" running
+api POST "/v1/jobs/$next/cancel" >/dev/null
+eventually "a cancelled job" 30 state_is "$next" cancelled
+eventually "leaves no pod behind either" 20 test "$(running_pods "ty-$next")" = 0
+cat >"$WORK/keep.yaml" <<'EOF'
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata:
+  name: keeps-pods
+  annotations: {testserver.trainyard.io/oom-ranks: "1", testserver.trainyard.io/run-forever: "true"}
+spec:
+  runPolicy: {cleanPodPolicy: None}
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      restartPolicy: Never
+      template: {spec: {containers: [{name: pytorch, image: x, resources: {limits: {nvidia.com/gpu: 8}}}]}}
+    Worker:
+      replicas: 3
+      restartPolicy: Never
+      template: {spec: {containers: [{name: pytorch, image: x, resources: {limits: {nvidia.com/gpu: 8}}}]}}
+EOF
+mine=$(api POST /v1/jobs -H 'Content-Type: application/yaml' --data-binary @"$WORK/keep.yaml" | jq -r .id)
+eventually "a manifest with cleanPodPolicy None fails too" 60 state_is "$mine" failed
+eventually "and its running pods are deleted all the same" 10 test "$(running_pods keeps-pods)" = 0 ||
+    k GET "/api/v1/namespaces/$KNS/pods" | jq -c '.items[]|[.metadata.name,.status.phase,.metadata.deletionTimestamp]' >&2
+check_eq "without changing the user's object" "None" "$(k GET "/apis/kubeflow.org/v1/namespaces/$KNS/pytorchjobs/keeps-pods" | jq -r .spec.runPolicy.cleanPodPolicy)"
 
 # ---- a container restarted in place: the crashed run's last lines are kept
 id2=$(submit_id '{"name":"restarts","image":"pytorch/pytorch:2.7","nodes":2,

@@ -143,8 +143,10 @@ void script_load(struct script *s, const json_t *pod, const json_t *container, i
         s->exit_code = 0;
         s->oom = false;
     }
+    /* run-forever: the healthy ranks never end (as in a job whose peer died: they hang in a
+     * collective), a rank set to fail still fails. */
     v = ann(pod, "run-forever");
-    s->forever = v && !strcmp(v, "true");
+    s->forever = v && !strcmp(v, "true") && !s->oom && s->exit_code == 0;
     s->interval_ns = (int64_t)ms * 1000000LL;
     const char *text = setting(pod, container, "TESTSERVER_LINES", "lines");
     const json_t *labels = kpath(pod, "metadata.labels");
