@@ -126,8 +126,25 @@ static json_t *node_view(struct store *st, const char *name, const json_t *saved
     return o;
 }
 
+/* Why an executor says a job that has not ended waits (the Kubernetes kubelet's and
+ * scheduler's reasons, server/kube/status.c): failing when it cannot start without a change,
+ * degraded when it waits for capacity. */
+static enum level waiting_level(const char *reason)
+{
+    static const char *const failing[] = { "ErrImagePull",         "ImagePullBackOff",
+                                           "InvalidImageName",     "CreateContainerConfigError",
+                                           "CreateContainerError", "RunContainerError" };
+    for (size_t i = 0; reason && i < sizeof(failing) / sizeof(failing[0]); i++)
+        if (!strcmp(reason, failing[i]))
+            return FAILING;
+    return reason && !strcmp(reason, "Unschedulable") ? DEGRADED : OK;
+}
+
 static void job_reasons(const struct job *j, const json_t *diag, struct view *v)
 {
+    enum level waiting = jobstate_terminal(j->state) ? OK : waiting_level(j->reason);
+    if (waiting != OK)
+        reason(v, waiting, "%s: %s", j->reason, j->message ? j->message : "");
     if (j->state == JOB_FAILED)
         reason(v, FAILING, "the job failed: %s", j->message ? j->message : "");
     else if (j->state == JOB_PREEMPTED)

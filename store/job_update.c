@@ -117,6 +117,24 @@ static int set_state(struct conn *c, const struct job_update *u, enum job_state 
     return event_insert(c, u->pk, &e, u->now, err);
 }
 
+/* The same state for a new reason (an executor saying why a starting job waits: an image
+ * that cannot be pulled, pods no node fits): the job's reason and message change, nothing
+ * else, and no event (the executor's own events tell the story). */
+static int restate(struct conn *c, const struct job_update *u, enum job_state from, struct err *err)
+{
+    sqlite3_stmt *s = STMT(c, U_SET_STATE, err);
+    if (!s)
+        return -1;
+    bind_int(s, ":pk", u->pk);
+    bind_text(s, ":state", jobstate_name(from));
+    bind_text(s, ":reason", u->reason);
+    bind_text(s, ":message", u->message ? u->message : "");
+    bind_int(s, ":running", 0);
+    bind_int(s, ":terminal", 0);
+    bind_int(s, ":now", u->now);
+    return sql_exec_stmt(c, s, err, "changing the job's reason");
+}
+
 static int set_fields(struct conn *c, const struct job_update *u, struct err *err)
 {
     sqlite3_stmt *s = STMT(c, U_SET_FIELDS, err);
@@ -178,6 +196,8 @@ static int apply_update(struct conn *c, void *arg, struct err *err)
         return err_set(err, ERR_CONFLICT, "the job is %s, not %s", jobstate_name(from),
                        jobstate_name(u->if_state));
     if (u->set_state && u->state != from && set_state(c, u, from, err) < 0)
+        return -1;
+    if (u->set_state && u->state == from && u->reason && restate(c, u, from, err) < 0)
         return -1;
     if (set_fields(c, u, err) < 0)
         return -1;

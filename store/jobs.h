@@ -169,7 +169,8 @@ struct job_event {
 /* One transactional change of a job. Pointers are borrowed for the call. */
 struct job_update {
     int64_t pk;
-    bool set_state; /* transition to state (checked with jobstate_can); adds a state event */
+    bool set_state; /* transition to state (checked with jobstate_can); adds a state event;
+                     * the state it is already in: only reason and message change, no event */
     enum job_state state;
     const char *reason;
     const char *message;

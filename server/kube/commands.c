@@ -29,7 +29,7 @@ static void do_start(struct kube *k, struct kcmd *c)
 {
     struct kjob *j = kube_job_register(k, &c->m, c->attempt, JOB_STARTING);
     j->stop_requested = j->terminal = j->fail_listed = j->adopted = false;
-    j->fail_reason[0] = j->fail_msg[0] = j->uid[0] = '\0';
+    j->fail_reason[0] = j->fail_msg[0] = j->uid[0] = j->wait_key[0] = '\0';
     memset(j->slots, 0, (size_t)j->m.nodes * sizeof(*j->slots));
     json_decref(j->object);
     json_decref(j->secret);

@@ -42,6 +42,8 @@ struct kslot {
     int restarts;  /* reported */
     bool ended;    /* the last report was terminal */
     char node[256];
+    char wait_reason[40]; /* why its pod cannot start (ImagePullBackOff, Unschedulable...) */
+    char wait_msg[512];   /* in the kubelet's or the scheduler's words */
 };
 
 enum kphase { KJ_CREATING, KJ_LIVE, KJ_DELETING, KJ_GONE };
@@ -63,6 +65,7 @@ struct kjob {
     bool fail_listed; /* pods re-read after a Failed condition */
     struct kube_call *list_call;
     char fail_reason[64], fail_msg[256]; /* the first failing pod's */
+    char wait_key[600];                  /* the waiting reason and message last reported */
     struct kslot *slots;
     struct job_event *events; /* Kubernetes events to hand over at the end of the round */
     struct kube_event *event_store;

@@ -18,6 +18,10 @@
  *   pod deleted while running          lost: NodeLost when its node is NotReady or gone, else
  *                                      PodDeleted (stopped when trainyard stopped the job)
  *
+ *   pod that cannot start              the job's reason and message (same state): the
+ *     (image pull, config error,       first such rank's, in the kubelet's or scheduler's
+ *      unschedulable)                  words; back to Starting once none waits
+ *
  * Each slot (node of the job) remembers what it reported last, so a watch event that changes
  * nothing reports nothing.
  */
@@ -44,6 +48,23 @@ void kube_report_job(struct kube *k, struct kjob *j, enum job_state state, const
     if (jobstate_terminal(state))
         j->terminal = true;
     j->held = state == JOB_QUEUED;
+}
+
+/* The job's reason and message in the state it is in: why it waits. */
+static void report_reason(struct kube *k, struct kjob *j, const char *reason, const char *message)
+{
+    char key[sizeof(j->wait_key)];
+    snprintf(key, sizeof(key), "%s\n%s", reason, message);
+    if (!strcmp(key, j->wait_key))
+        return;
+    snprintf(j->wait_key, sizeof(j->wait_key), "%s", key);
+    struct job_report r = { .job_pk = j->m.pk,
+                            .attempt = j->attempt,
+                            .set_state = true,
+                            .state = j->reported,
+                            .reason = reason,
+                            .message = message };
+    executor_report_job(k->ex, &r);
 }
 
 void kube_report_event(struct kube *k, struct kjob *j, const char *type, const char *reason,
@@ -276,6 +297,64 @@ static bool claim(struct kube *k, struct kjob *j, struct kpod *p, struct kslot *
     return true;
 }
 
+/* Waiting reasons of a container that mean it cannot start without a change (the kubelet's). */
+static bool cannot_start(const char *reason)
+{
+    static const char *const reasons[] = { "ErrImagePull",         "ImagePullBackOff",
+                                           "InvalidImageName",     "CreateContainerConfigError",
+                                           "CreateContainerError", "RunContainerError" };
+    for (size_t i = 0; reason && i < sizeof(reasons) / sizeof(reasons[0]); i++)
+        if (!strcmp(reason, reasons[i]))
+            return true;
+    return false;
+}
+
+/* Why the slot's pod waits, into s->wait_reason/wait_msg ("" when it does not). */
+static void note_waiting(struct kslot *s, const struct kpod *p, const json_t *cs)
+{
+    const json_t *st = json_object_get(p->last, "status");
+    const json_t *w = json_object_get(json_object_get(cs, "state"), "waiting");
+    const char *why = jsonx_str(w, "reason"), *msg = jsonx_str(w, "message");
+    s->wait_reason[0] = s->wait_msg[0] = '\0';
+    if (cannot_start(why)) {
+        snprintf(s->wait_reason, sizeof(s->wait_reason), "%s", why);
+        snprintf(s->wait_msg, sizeof(s->wait_msg), "%s", msg ? msg : why);
+        return;
+    }
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(st, "conditions"), i, c)
+    {
+        const char *t = jsonx_str(c, "type"), *r = jsonx_str(c, "reason");
+        if (t && r && !strcmp(t, "PodScheduled") && !strcmp(r, "Unschedulable")) {
+            snprintf(s->wait_reason, sizeof(s->wait_reason), "Unschedulable");
+            msg = jsonx_str(c, "message");
+            snprintf(s->wait_msg, sizeof(s->wait_msg), "cannot be scheduled: %s",
+                     msg ? msg : "no node fits");
+        }
+    }
+}
+
+/* The job's reason: the first waiting slot's, until none waits. */
+static void report_waiting(struct kube *k, struct kjob *j)
+{
+    if (j->terminal || j->stop_requested || j->held || j->reported == JOB_QUEUED)
+        return;
+    for (int i = 0; i < j->m.nodes; i++) {
+        const struct kslot *s = &j->slots[i];
+        if (!s->wait_reason[0] || s->ended)
+            continue;
+        char msg[800];
+        const struct kpod *p = kmap_get(&k->pods, s->uid);
+        snprintf(msg, sizeof(msg), "rank %d (pod %s): %s", i * j->m.ppn, p ? p->name : "?",
+                 s->wait_msg);
+        report_reason(k, j, s->wait_reason, msg);
+        return;
+    }
+    if (j->wait_key[0] && j->reported == JOB_STARTING)
+        report_reason(k, j, "Starting", "no pod waits for an image, its configuration or a node");
+}
+
 void kube_status_pod(struct kube *k, struct kpod *p)
 {
     struct kjob *j = p->job;
@@ -286,6 +365,8 @@ void kube_status_pod(struct kube *k, struct kpod *p)
     const json_t *cs = container_status(p->last, p->container);
     int restarts = (int)jsonx_int(cs, "restartCount", 0);
     s->restarts = s->pods - 1 + restarts;
+    note_waiting(s, p, cs);
+    report_waiting(k, j);
     if (lost(k, j, p, s, restarts))
         return;
     const json_t *state = json_object_get(cs, "state");

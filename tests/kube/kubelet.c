@@ -298,12 +298,36 @@ static void try_schedule(struct world *w, struct kubelet *k, struct podrt *rt, c
     kubelet_write_status(w, rt, bound_pod, NULL);
 }
 
-static void pull_and_start(struct world *w, struct kubelet *k, struct podrt *rt, const json_t *pod)
+/* What the kubelet refuses before a container starts (CreateContainerConfigError): an env
+ * value from a Secret or a key in it that does not exist (ConfigMaps are not simulated).
+ * Returns true with the kubelet's words in msg. */
+static bool config_error(struct world *w, const struct podrt *rt, const json_t *ctr, char *msg,
+                         size_t size)
+{
+    const struct resource *secrets = resource_lookup("", "v1", "secrets");
+    size_t i;
+    json_t *e;
+    json_array_foreach (json_object_get(ctr, "env"), i, e) {
+        const json_t *ref = kpath(e, "valueFrom.secretKeyRef");
+        if (!ref || json_is_true(json_object_get(ref, "optional")))
+            continue;
+        const json_t *sec = store_get(w->store, secrets, rt->ns, kstr(ref, "name"));
+        if (!sec) {
+            snprintf(msg, size, "secret \"%s\" not found", kstr(ref, "name"));
+            return true;
+        }
+        if (!json_object_get(json_object_get(sec, "data"), kstr(ref, "key"))) {
+            snprintf(msg, size, "couldn't find key %s in Secret %s/%s", kstr(ref, "key"), rt->ns,
+                     kstr(ref, "name"));
+            return true;
+        }
+    }
+    return false;
+}
+
+static void pull(struct world *w, struct podrt *rt, const json_t *pod, bool pull_error)
 {
     struct event_source src = kubelet_src(rt);
-    bool pull_error = !strcmp(
-        kstr(kpath(pod, "metadata.annotations"), "testserver.trainyard.io/image-pull-error"),
-        "true");
     for (size_t i = 0; i < rt->n; i++) {
         struct ctr *c = &rt->c[i];
         char fp[96];
@@ -325,9 +349,37 @@ static void pull_and_start(struct world *w, struct kubelet *k, struct podrt *rt,
                     "Successfully pulled image \"%s\" in 1.204s (1.204s including waiting). Image "
                     "size: 3421556373 bytes.",
                     c->image);
-        start_ctr(w, k, rt, c, pod);
     }
-    rt->stage = pull_error ? ST_STUCK : ST_RUNNING;
+    rt->pulled = !pull_error;
+}
+
+static void pull_and_start(struct world *w, struct kubelet *k, struct podrt *rt, const json_t *pod)
+{
+    struct event_source src = kubelet_src(rt);
+    bool pull_error = !strcmp(
+        kstr(kpath(pod, "metadata.annotations"), "testserver.trainyard.io/image-pull-error"),
+        "true");
+    if (!rt->pulled)
+        pull(w, rt, pod, pull_error);
+    bool waiting = false;
+    for (size_t i = 0; rt->pulled && i < rt->n; i++) {
+        struct ctr *c = &rt->c[i];
+        char fp[96], msg[256];
+        snprintf(fp, sizeof(fp), "spec.containers{%s}", c->name);
+        if (c->state == C_WAITING &&
+            config_error(w, rt, container_spec(pod, c->name), msg, sizeof(msg))) {
+            events_emit(w, pod, &src, "Warning", "Failed", fp, "Error: %s", msg);
+            snprintf(c->wait_reason, sizeof(c->wait_reason), "CreateContainerConfigError");
+            snprintf(c->wait_msg, sizeof(c->wait_msg), "%s", msg);
+            waiting = true;
+            continue;
+        }
+        if (c->state == C_WAITING)
+            start_ctr(w, k, rt, c, pod);
+    }
+    if (waiting) /* the kubelet tries again on its next sync */
+        rt->at = w->sim_ns + NS_PER_SEC;
+    rt->stage = pull_error ? ST_STUCK : waiting ? ST_PULLING : ST_RUNNING;
     kubelet_write_status(w, rt, pod, NULL);
 }
 

@@ -42,6 +42,7 @@ struct podrt {
     size_t n;
     json_t *pod; /* the newest stored version seen (own reference), like an informer cache */
     bool idle;   /* finished or stuck: nothing to do until the pod changes */
+    bool pulled; /* the images are pulled (a configuration error retries only the start) */
     bool gone;   /* deleted from the store */
     struct podrt *next;
 };
