@@ -537,6 +537,22 @@ static void check_cross(const struct spec_view *v, const struct spec_options *o,
     }
     if (!kube && v->env && env_has_secret(v->env))
         field_error(err, "/env", "secret references need the kubernetes executor");
+    /* On Kubernetes the Training Operator restarts pods (manages_restarts): only what its
+     * restart policies can say is accepted, rather than settings silently not acted on. */
+    if (kube && v->restart_exit_codes)
+        field_error(err, "/restart/exit_codes",
+                    "is not available on the kubernetes executor: the Training Operator's "
+                    "ExitCode policy (restart.policy exit_code) restarts on every exit code >= "
+                    "128 and on no other; leave exit_codes out");
+    if (kube && v->restart_on)
+        field_error(err, "/restart/on",
+                    "is not available on the kubernetes executor: the Training Operator restarts "
+                    "by restart.policy (on_failure: any failure; exit_code: exit codes >= 128), "
+                    "not by the kind of failure");
+    if (kube && !strcmp(v->on_stall, "restart"))
+        field_error(err, "/health/on_stall",
+                    "\"restart\" is not available on the kubernetes executor (the Training "
+                    "Operator restarts pods, not trainyard): use \"cancel\" or \"none\"");
     char msg[160];
     if (v->nodes > l->max_nodes) {
         snprintf(msg, sizeof(msg), "must be at most %d on this daemon", l->max_nodes);

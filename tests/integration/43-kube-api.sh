@@ -55,6 +55,17 @@ pp=$(jq -c '.trainingRuntimeSpec.template.spec.replicatedJobs[0].template.spec.t
 check "with the shm volume, mounts, selector, affinity, annotations" jq -e '(.spec.volumes|map(.name)|index("dshm")) and (.spec.containers[0].volumeMounts|length==2) and .spec.nodeSelector["node.kubernetes.io/instance-type"]=="p5.48xlarge" and .spec.affinity!=null and .metadata.annotations["karpenter.sh/do-not-disrupt"]=="true"' <<<"$pp"
 check "and the trainyard env in trainer.env" jq -e '.spec.trainer.env|map(.name)|index("TRAINYARD_TOKEN")' <<<"$tj"
 
+# ---- restart settings the Training Operator cannot honour are refused, not ignored
+for bad in '"restart":{"policy":"exit_code","exit_codes":[1,42]}|/restart/exit_codes|ExitCode policy' \
+    '"restart":{"policy":"on_failure","on":["nccl_timeout"]}|/restart/on|not by the kind of failure' \
+    '"health":{"on_stall":"restart"}|/health/on_stall|not trainyard'; do
+    IFS='|' read -r member ptr words <<<"$bad"
+    p=$(api POST /v1/jobs -H 'Content-Type: application/json' -d '{"name":"r","image":"x",'"$member"'}')
+    check_eq "$ptr on Kubernetes is a 422" "422 $ptr" "$(jq -r '"\(.status) \(.errors[0].pointer)"' <<<"$p")"
+    check "saying why ($ptr)" jq -e --arg w "$words" '.errors[0].detail // .errors[0].message | contains($w)' <<<"$p"
+done
+check_eq "what the operator does honour is accepted" "201" "$(status POST /v1/jobs -H 'Content-Type: application/json' -d '{"name":"ok","image":"x","restart":{"policy":"exit_code","max_restarts":2},"health":{"on_stall":"cancel"}}')"
+
 # ---- the API server's refusals, for real
 check_eq "the API server accepted the dry run (schema, RBAC, webhook)" "null" "$(jq -r .status <<<"$res")"
 side='{"apiVersion":"kubeflow.org/v1","kind":"PyTorchJob","metadata":{"name":"sidecar"},"spec":{"pytorchReplicaSpecs":{"Master":{"replicas":1,"template":{"spec":{"containers":[{"name":"pytorch","image":"x"},{"name":"logger"}]}}}}}}'
@@ -66,7 +77,7 @@ hdr=$(api POST /v1/jobs -H 'Content-Type: application/json' -d "$mf" -D - -o "$W
 check "a manifest for a namespace deploy/'s Role does not cover is refused at submission (problem+json)" grep -qi 'content-type: application/problem+json' <<<"$hdr"
 check_eq "with the Kubernetes reason" "403 Forbidden" "$(jq -r '"\(.status) \(.reason)"' "$WORK/p.json")"
 check "naming the RBAC problem" jq -e '.detail|contains("system:serviceaccount:trainyard:trainyard") and contains("cannot create resource \"pytorchjobs\"")' "$WORK/p.json"
-check_eq "and nothing recorded" "0" "$(api GET /v1/jobs | jq '.items|length')"
+check_eq "and nothing recorded" "0" "$(api GET /v1/jobs | jq '[.items[]|select(.name=="mine")]|length')"
 tjm='{"apiVersion":"trainer.kubeflow.org/v1alpha1","kind":"TrainJob","metadata":{"name":"negative"},"spec":{"runtimeRef":{"name":"torch-distributed"},"trainer":{"image":"x","numNodes":-1}}}'
 p=$(api POST /v1/jobs -H 'Content-Type: application/json' -d "$tjm")
 check_eq "a manifest the CRD's schema refuses is a 422 Invalid" "422 Invalid" "$(jq -r '"\(.status) \(.reason)"' <<<"$p")"
