@@ -294,8 +294,6 @@ static void rank_running(struct controller *c, struct executor *ex, const struct
         .type = "rank_started", .reason = "Started", .rank = r->rank, .time = r->time
     };
     struct job_update u = { .pk = j->pk, .ranks = &rc, .nranks = 1, .events = &e, .nevents = 1 };
-    if (c->opts.health)
-        health_rank_placed(c->opts.health, j->pk, r->attempt, r->rank, r->node, r->pod);
     /* After the operator restarted pods, the job runs again once they all do. */
     bool promotable =
         j->state == JOB_STARTING || (ex->manages_restarts && j->state == JOB_RESTARTING);
@@ -348,6 +346,11 @@ static void handle_rank(struct controller *c, const struct rank_report *r)
     json_t *spec = json_loads(j->spec, 0, NULL);
     struct spec_view v;
     spec_view(spec, &v);
+    /* Where a running rank is goes to the health registry even when the store knows it: after
+     * a restart the registry starts empty, and an adopted job's ranks report what the store
+     * already says (its nodes' GPUs were never polled again). */
+    if (ex && r->attempt == j->attempt && r->state == RANK_RUNNING && c->opts.health)
+        health_rank_placed(c->opts.health, j->pk, r->attempt, r->rank, r->node, r->pod);
     if (ex && r->attempt == j->attempt && !(ex->manages_restarts && unchanged(c, r))) {
         if (r->state == RANK_RUNNING)
             rank_running(c, ex, j, r);

@@ -28,16 +28,17 @@ check "the OOM kill is on the timeline" jq -e '[.items[]|select(.type=="rank_exi
 
 # ---- no pod outlives a failed job: its GPUs go to the next one
 running_pods() { k GET "/api/v1/namespaces/$KNS/pods?labelSelector=training.kubeflow.org%2Fjob-name%3D$1" | jq '[.items[]|select(.status.phase!="Succeeded" and .status.phase!="Failed")]|length'; }
+none_running() { [ "$(running_pods "$1")" = 0 ]; }
 gpu=$(submit_id '{"name":"all-gpus","image":"x","nodes":4,"resources":{"gpus":8},"restart":{"policy":"never"},
   "kubernetes":{"annotations":{"testserver.trainyard.io/oom-ranks":"2","testserver.trainyard.io/run-forever":"true"}}}')
 eventually "a job holding every GPU fails when rank 2 is OOM-killed" 60 state_is "$gpu" failed
 check_eq "as OOMKilled" "OOMKilled" "$(job_field "$gpu" .reason)"
-eventually "every other pod of the failed job is deleted" 10 test "$(running_pods "ty-$gpu")" = 0
+eventually "every other pod of the failed job is deleted" 10 none_running "ty-$gpu"
 next=$(submit_id '{"name":"next","image":"x","nodes":4,"resources":{"gpus":8},"kubernetes":{"annotations":{"testserver.trainyard.io/run-forever":"true"}}}')
 eventually "so the next job gets the GPUs and runs" 30 state_is "$next" running
 api POST "/v1/jobs/$next/cancel" >/dev/null
 eventually "a cancelled job" 30 state_is "$next" cancelled
-eventually "leaves no pod behind either" 20 test "$(running_pods "ty-$next")" = 0
+eventually "leaves no pod behind either" 20 none_running "ty-$next"
 cat >"$WORK/keep.yaml" <<'EOF'
 apiVersion: kubeflow.org/v1
 kind: PyTorchJob
@@ -58,8 +59,7 @@ spec:
 EOF
 mine=$(api POST /v1/jobs -H 'Content-Type: application/yaml' --data-binary @"$WORK/keep.yaml" | jq -r .id)
 eventually "a manifest with cleanPodPolicy None fails too" 60 state_is "$mine" failed
-eventually "and its running pods are deleted all the same" 10 test "$(running_pods keeps-pods)" = 0 ||
-    k GET "/api/v1/namespaces/$KNS/pods" | jq -c '.items[]|[.metadata.name,.status.phase,.metadata.deletionTimestamp]' >&2
+eventually "and its running pods are deleted all the same" 10 none_running keeps-pods
 check_eq "without changing the user's object" "None" "$(k GET "/apis/kubeflow.org/v1/namespaces/$KNS/pytorchjobs/keeps-pods" | jq -r .spec.runPolicy.cleanPodPolicy)"
 
 # ---- a container restarted in place: the crashed run's last lines are kept
