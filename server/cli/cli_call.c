@@ -134,6 +134,9 @@ json_t *cli_lookup(const json_t *v, const char *path)
 {
     char seg[64];
     while (v && *path) {
+        json_t *whole = json_is_object(v) ? json_object_get(v, path) : NULL;
+        if (whole) /* a key with dots in it, e.g. nvidia.com/gpu */
+            return whole;
         size_t n = strcspn(path, ".");
         snprintf(seg, sizeof(seg), "%.*s", (int)n, path);
         v = json_is_object(v) ? json_object_get(v, seg) : NULL;

@@ -246,7 +246,7 @@ static const struct column node_cols[] = {
     { "INSTANCE", "instance_type", 't' },
     { "ZONE", "zone", 't' },
     { "CAPACITY", "capacity_type", 't' },
-    { "GPUS", "allocatable.gpus|gpus.allocatable|gpus", 't' },
+    { "GPUS", "allocatable.nvidia.com/gpu|capacity.nvidia.com/gpu", 't' },
     { "READY", "ready|conditions.Ready", 't' },
     { "CORDONED", "cordoned|unschedulable", 'b' },
     { "JOBS", "jobs", 'l' },

@@ -2,7 +2,8 @@
  * nodes: a cache of trimmed Node views keyed by name, and the GET /v1/nodes document built
  * from it and the executor's rank placements (see nodes.h). Condition polarity: `Ready` and the
  * EKS `*Ready` conditions are good when True; pressure and node-problem-detector conditions
- * are bad when True.
+ * are bad when True. SageMaker HyperPod's node-health-status label counts as a condition
+ * (healthy only when Schedulable).
  */
 #include "server/kube/nodes.h"
 
@@ -11,6 +12,8 @@
 #include "core/jsonx.h"
 #include "core/xalloc.h"
 #include "server/kube/kmap.h"
+
+#define HYPERPOD_HEALTH "sagemaker.amazonaws.com/node-health-status"
 
 struct kube_nodes {
     struct kmap byname; /* name -> json_t view */
@@ -76,6 +79,17 @@ json_t *kube_node_view(const json_t *node)
         if (!strcmp(type, "Ready"))
             ready = !strcmp(status, "True");
         healthy = healthy && condition_ok(type, status);
+    }
+    /* SageMaker HyperPod says what it thinks of a node in a label, not a condition; it is
+     * listed (and counted) as one. Schedulable is its only healthy value. */
+    const char *hp = label(node, HYPERPOD_HEALTH);
+    if (hp) {
+        bool good = !strcmp(hp, "Schedulable");
+        json_array_append_new(conds,
+                              json_pack("{s:s,s:s,s:s,s:s}", "type", HYPERPOD_HEALTH, "status",
+                                        good ? "True" : "False", "reason", hp, "message",
+                                        "SageMaker HyperPod's node health label"));
+        healthy = healthy && good;
     }
     bool cordoned = jsonx_bool(spec, "unschedulable", false);
     json_object_set_new(v, "conditions", conds);

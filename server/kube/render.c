@@ -296,9 +296,10 @@ static const char *restart_policy(const struct spec_view *v)
 
 static json_t *run_policy(const struct spec_view *v)
 {
-    /* Running: the operator deletes the pods still running once the job ends (and trainyard
-     * does too when it fails: status.c); finished pods stay for their logs. */
-    json_t *rp = json_pack("{s:s,s:i,s:b}", "cleanPodPolicy", "Running", "backoffLimit",
+    /* None, the operator's default: a job that succeeds through its Master keeps the Workers
+     * that were finishing too (Running would kill them mid-line). A failed job's running pods
+     * are trainyard's to delete (status.c), whatever the policy. */
+    json_t *rp = json_pack("{s:s,s:i,s:b}", "cleanPodPolicy", "None", "backoffLimit",
                            strcmp(v->restart_policy, "never") ? v->max_restarts : 0, "suspend", 0);
     if (v->deadline_seconds)
         json_object_set_new(rp, "activeDeadlineSeconds", json_integer(v->deadline_seconds));

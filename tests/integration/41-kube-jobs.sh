@@ -108,6 +108,14 @@ check_eq "and for no other job" "403" "$(rv "$id")"
 node0=$(job_field "$long" '.ranks[0].node')
 ctl nodes/condition '{"node":"'"$node0"'","condition":{"type":"AcceleratedHardwareReady","status":"False","reason":"NvidiaXID79Error"}}' >/dev/null
 eventually "a node's bad GPU condition shows" 10 bash -c "curl -s -H 'Authorization: Bearer $TOKEN' $URL/v1/nodes | jq -e '.items[]|select(.name==\"$node0\")|.healthy==false and (.conditions[]|select(.type==\"AcceleratedHardwareReady\").reason==\"NvidiaXID79Error\")'"
+# HyperPod's own health signal: its node-health-status label is node health too
+hp=$(jq -r --arg n "$node0" '[.items[].name|select(. != $n)][0]' <<<"$nodes")
+kubectl_admin label node "$hp" sagemaker.amazonaws.com/node-health-status=UnschedulablePendingReplacement >/dev/null
+eventually "a node HyperPod marks UnschedulablePendingReplacement is not healthy" 10 bash -c "curl -s -H 'Authorization: Bearer $TOKEN' $URL/v1/nodes | jq -e '.items[]|select(.name==\"$hp\")|.healthy==false and (.conditions[]|select(.type==\"sagemaker.amazonaws.com/node-health-status\")|.status==\"False\" and .reason==\"UnschedulablePendingReplacement\")'"
+kubectl_admin label node "$hp" sagemaker.amazonaws.com/node-health-status=Schedulable --overwrite >/dev/null
+eventually "and healthy again once Schedulable" 10 bash -c "curl -s -H 'Authorization: Bearer $TOKEN' $URL/v1/nodes | jq -e '.items[]|select(.name==\"$hp\")|.healthy==true'"
+cli=$(TRAINYARD_URL=$URL TRAINYARD_TOKEN=$TOKEN "$TRAINYARD" nodes 2>&1)
+check "trainyard nodes shows each node's GPUs" bash -c "awk 'NR>1 && \$1 ~ /^ip-10-0-/ {print \$5}' <<<'$cli' | sort -u | grep -qx 8"
 # marks (POST /v1/nodes/{name}/mark) in the list, and in where new pods may go
 bad=$(jq -r '.items[1].name' <<<"$nodes") sus=$(jq -r '.items[2].name' <<<"$nodes")
 mark() { api POST "/v1/nodes/$1/mark" -H 'Content-Type: application/json' -d "{\"state\":\"$2\",\"reason\":\"$3\"}" >/dev/null; }
