@@ -36,7 +36,9 @@ USER trainyard
 WORKDIR /var/lib/trainyard
 EXPOSE 8080
 ENTRYPOINT ["/usr/local/bin/trainyard"]
-CMD ["serve", "--listen", "0.0.0.0:8080", "--data-dir", "/var/lib/trainyard"]
+# Plain HTTP inside the cluster (a Service in front; deploy/deployment.yaml): put TLS in front
+# (an ingress, or --tls-cert/--tls-key) before exposing it further.
+CMD ["serve", "--listen", "0.0.0.0:8080", "--data-dir", "/var/lib/trainyard", "--allow-insecure-http"]
 
 # ---------------------------------------------------------------------------------------------
 # libfabric with the EFA provider, the way AWS ships it (into /opt/amazon/efa), on top of the

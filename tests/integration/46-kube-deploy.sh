@@ -38,6 +38,29 @@ check_eq "the Service reaches the container's port" "http" "$(jq -r '.spec.ports
 check "the public URL is the Service" jq -e '.spec.template.spec.containers[0].env[]|select(.name=="TRAINYARD_PUBLIC_URL")|.value|startswith("http://trainyard.trainyard.svc:8080")' <<<"$dep"
 check "every setting is one trainyard knows" bash -c "for n in \$(jq -r '.spec.template.spec.containers[0].env[].name' <<<'$dep' | sed 's/^TRAINYARD_//;s/_/-/g' | tr A-Z a-z); do [ \$n = admin-token ] && continue; '$TRAINYARD' serve --help | grep -q -- \"--\$n \" || exit 1; done"
 
+# ---- the daemon image (no engine runs here): its ENTRYPOINT + CMD start the daemon, and a
+# local build tree stays out of the build context
+stage=$(awk '/^FROM .* AS daemon$/ {on=1; next} /^FROM / {on=0} on' "$TY_SRC/Dockerfile")
+cmdline=$( (grep '^ENTRYPOINT' <<<"$stage" | sed 's/^ENTRYPOINT //'; grep '^CMD' <<<"$stage" | sed 's/^CMD //') | jq -sr 'add|@sh')
+eval "set -- $cmdline"
+check_eq "the image's entrypoint is the daemon" "/usr/local/bin/trainyard" "$1"
+shift
+port=$((12000 + RANDOM % 20000))
+args=()
+for a in "$@"; do
+    case $a in 0.0.0.0:8080) args+=("0.0.0.0:$port") ;; /var/lib/trainyard) args+=("$WORK/image-data") ;; *) args+=("$a") ;; esac
+done
+mkdir -p "$WORK/image-data"
+"$TRAINYARD" "${args[@]}" >"$WORK/image.out" 2>&1 &
+ipid=$!
+eventually "the image's CMD starts the daemon (0.0.0.0:8080 in the image)" 20 curl -sf "http://127.0.0.1:$port/readyz"
+kill -TERM "$ipid" 2>/dev/null
+wait "$ipid" 2>/dev/null
+check "and it did not refuse its own settings" bash -c "! grep -qi 'refus\|error' '$WORK/image.out'"
+for d in build build-test build-fuzz trainyard-data .git; do
+    check ".dockerignore keeps $d/ out of the image's build context" grep -Eq "^$d/?\$|^${d%%-*}-\*/\$" "$TY_SRC/.dockerignore"
+done
+
 # ---- what the daemon asks of the API server, as deploy/'s ServiceAccount under RBAC
 check "the daemon's kubeconfig is the ServiceAccount's token" grep -q 'user: trainyard' "$KC"
 ty_start --executor kubernetes --kubeconfig "$KC" --namespace trainyard
