@@ -1,38 +1,68 @@
 #!/usr/bin/env bash
-# The Kubernetes executor at scale, against the test API server (tests/kube/testserver,
-# 200 simulated nodes): JOBS PyTorchJobs of 8 pods each submitted at once, every pod printing
-# LINES lines, one every INTERVAL_MS. Prints: time from submission to object created (p50,
-# p99), API requests per job-minute (all of them: creates, watches, log streams), daemon CPU
-# and memory, and the log lines per second collected across all pods.
-# Usage: bench/bench-kube.sh   (TY_BUILD defaults to build/; env JOBS, PODS, LINES, INTERVAL_MS,
-# HISTORY: the API server's watch history in events, like the minutes kube-apiserver keeps;
-# EXTRA: more `trainyard serve` flags)
+# The Kubernetes executor at scale, against a real control plane (tests/kube/cluster/up.sh:
+# etcd, kube-apiserver, kube-controller-manager, kube-scheduler 1.20) with kubesim's NODES
+# simulated nodes, kubelets and Training Operator acting through it, and the daemon as deploy/'s
+# ServiceAccount. JOBS PyTorchJobs of PODS pods each are submitted at once, every pod printing
+# LINES lines, one every INTERVAL_MS. Prints: submission to object created (p50, p99), API
+# requests per job and per job-minute, daemon CPU and RSS with every pod followed, the log lines
+# stored, the HTTP versions and connections used; then the time from a rank's failure (as the
+# kubelet reports it) to every other pod of its job deleted; and the control plane's own CPU
+# and RSS in the same runs.
+# Usage: bench/bench-kube.sh   (TY_BUILD defaults to build/; env JOBS, PODS, LINES,
+# INTERVAL_MS, NODES, EXTRA: more `trainyard serve` flags, REAPS: failure runs)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/.." && pwd)
 source "$here/lib.sh"
 build=${TY_BUILD:-$here/../build}
 jobs=${JOBS:-1000}
 pods=${PODS:-8}
 lines=${LINES:-60}
 interval=${INTERVAL_MS:-1000}
-history=${HISTORY:-100000}
+nodes=${NODES:-64}
+reaps=${REAPS:-5}
 work=$(mktemp -d /tmp/bench-kube.XXXXXX)
 token=ty_benchadmintoken0123456789abcdefghijk
-pid="" kpid=""
-trap '[ -n "$pid" ] && kill $pid 2>/dev/null; [ -n "$kpid" ] && kill $kpid 2>/dev/null; rm -rf "$work"' EXIT
+pid="" spid=""
+finish() {
+    [ -n "$pid" ] && kill "$pid" 2>/dev/null
+    [ -n "$spid" ] && kill "$spid" 2>/dev/null && wait "$spid" 2>/dev/null
+    "$src/tests/kube/cluster/down.sh" "$work/cluster"
+    rm -rf "$work"
+}
+trap finish EXIT
 
-"$build/tests/kube/testserver" --port 0 --nodes 200 --history "$history" --kubeconfig "$work/kc" \
-    >"$work/kurl" 2>"$work/kerr" &
-kpid=$!
-for _ in $(seq 1 200); do [ -s "$work/kurl" ] && break; sleep 0.05; done
-kurl=$(head -1 "$work/kurl")
-TRAINYARD_ADMIN_TOKEN=$token serve "$work" --executor kubernetes --kubeconfig "$work/kc" ${EXTRA:-}
+t_up=$(date +%s)
+"$src/tests/kube/cluster/up.sh" "$work/cluster" 2>"$work/up.err" || { cat "$work/up.err"; exit 1; }
+source "$work/cluster/env"
+"$build/tests/kube/kubesim" --kubeconfig "$KUBE_ADMIN" --pki "$KUBE_PKI" --nodes "$nodes" \
+    >"$work/ksim" 2>"$work/ksim.err" &
+spid=$!
+for _ in $(seq 1 1200); do [ -s "$work/ksim" ] && break; sleep 0.1; done
+[ -s "$work/ksim" ] || { cat "$work/ksim.err"; exit 1; }
+echo "-- control plane and $nodes kubesim nodes up in $(($(date +%s) - t_up)) s"
+TRAINYARD_ADMIN_TOKEN=$token serve "$work" --executor kubernetes --kubeconfig "$KUBE_DAEMON" \
+    --kube-log-streams 100000 ${EXTRA:-}
 api() { curl -s -H "Authorization: Bearer $token" "$@"; }
 metric() { api "$url/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
-kreqs() { curl -s "$kurl/_test/state" | jq .requests; }
-cpu_ticks() { awk '{print $14 + $15}' /proc/$pid/stat; }
+requests() { api "$url/metrics" | awk '/^trainyard_kube_requests_total/ {s += $2} END {print s + 0}'; }
 hz=$(getconf CLK_TCK)
-sleep 1
+# ticks PID: user + system CPU ticks; rss PID: resident KiB
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+rss() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
+declare -A procs
+while read -r name p; do procs[$name]=$p; done <"$work/cluster/pids"
+procs[kubesim]=$spid
+procs[trainyard]=$pid
+declare -A c0 peak
+for n in "${!procs[@]}"; do c0[$n]=$(ticks "${procs[$n]}"); peak[$n]=0; done
+sample() {
+    local n r
+    for n in "${!procs[@]}"; do
+        r=$(rss "${procs[$n]}")
+        if [ "$r" -gt "${peak[$n]}" ]; then peak[$n]=$r; fi
+    done
+}
 
 spec=$(jq -nc --argjson n "$pods" --arg l "$lines" --arg i "$interval" \
     '{name:"bench",image:"nvcr.io/nvidia/pytorch:24.10-py3",command:["torchrun","train.py"],nodes:$n,
@@ -42,28 +72,37 @@ for _ in $(seq 1 "$jobs"); do
     printf 'next\nurl = "%s/v1/jobs"\nheader = "Authorization: Bearer %s"\nheader = "Content-Type: application/json"\ndata = %s\noutput = /dev/null\n' \
         "$url" "$token" "$(jq -Rs . <<<"$spec")"
 done >"$work/curl.cfg"
-echo "-- $jobs jobs x $pods pods, $lines lines per pod every ${interval} ms; 200 simulated nodes; history $history"
-k0=$(kreqs); c0=$(cpu_ticks); l0=$(metric trainyard_log_lines_ingested_total); t0=$(date +%s%N)
+echo "-- $jobs jobs x $pods pods, $lines lines per pod every ${interval} ms"
+r0=$(requests); l0=$(metric trainyard_log_lines_ingested_total); t0=$(date +%s%N)
 curl -s --parallel --parallel-max 16 -K "$work/curl.cfg" 2>/dev/null
-t1=$(date +%s%N)
-echo "submitted in $(((t1 - t0) / 1000000)) ms"
+echo "submitted in $((($(date +%s%N) - t0) / 1000000)) ms"
 total=$((jobs * pods * (lines + 2)))
-peak_rss=0 done_at=0
+done_at=0 all_followed="" max_streams=0 max_conns=0 running_at=0
 while :; do
-    n=$(api "$url/metrics" | awk '/^trainyard_jobs\{state="(succeeded|failed)"\}/ {s += $2} END {print s + 0}')
-    rss=$(awk '/VmRSS/ {print $2}' /proc/$pid/status)
-    [ "$rss" -gt "$peak_rss" ] && peak_rss=$rss
-    stored=$(metric trainyard_log_lines_ingested_total)
+    sample
+    m=$(api "$url/metrics")
+    n=$(awk '/^trainyard_jobs\{state="(succeeded|failed)"\}/ {s += $2} END {print s + 0}' <<<"$m")
+    run=$(awk '/^trainyard_jobs\{state="running"\}/ {print $2}' <<<"$m")
+    streams=$(awk '$1 == "trainyard_kube_log_streams" {print $2}' <<<"$m")
+    [ "${streams:-0}" -gt "$max_streams" ] && max_streams=$streams
+    conns=$(ss -tnp 2>/dev/null | grep -c "pid=$pid," || true)
+    [ "$conns" -gt "$max_conns" ] && max_conns=$conns
+    if [ "$running_at" = 0 ] && [ "${run:-0}" -ge "$jobs" ]; then
+        running_at=$(date +%s%N)
+        all_followed="$(rss "$pid") KiB RSS with $streams log streams open"
+    fi
+    stored=$(awk '$1 == "trainyard_log_lines_ingested_total" {print $2}' <<<"$m")
     if [ "$n" -ge "$jobs" ] && [ "$done_at" = 0 ]; then done_at=$(date +%s%N); fi
     [ "$done_at" != 0 ] && [ "$stored" -ge "$total" ] && break
-    [ $(( ($(date +%s%N) - t0) / 1000000000 )) -gt 900 ] && { echo "gave up after 900 s"; break; }
+    [ $((($(date +%s%N) - t0) / 1000000000)) -gt 1800 ] && { echo "gave up after 1800 s"; break; }
     sleep 1
 done
 t2=$(date +%s%N)
-k1=$(kreqs); c1=$(cpu_ticks); l1=$(metric trainyard_log_lines_ingested_total)
+r1=$(requests); l1=$(metric trainyard_log_lines_ingested_total)
 secs=$(awk -v a="$t0" -v b="$t2" 'BEGIN {printf "%.1f", (b - a) / 1e9}')
 jobsecs=$(awk -v a="$t0" -v b="$done_at" 'BEGIN {printf "%.1f", (b - a) / 1e9}')
-echo "all jobs ended after ${jobsecs} s; every line stored after ${secs} s"
+runsecs=$(awk -v a="$running_at" -v b="$done_at" 'BEGIN {printf "%.1f", a ? (b - a) / 1e9 : 0}')
+echo "every job running after $(awk -v a="$t0" -v b="$running_at" 'BEGIN {printf "%.1f", a < b ? (b - a) / 1e9 : -1}') s; all ended after ${jobsecs} s; every line stored after ${secs} s"
 echo "-- time from submission to object created (accepted -> Created event), $jobs jobs"
 api "$url/v1/jobs?limit=1000&selector=team%3Dbench" | jq -r '.items[].id' | head -n "$jobs" >"$work/ids"
 while read -r id; do
@@ -74,15 +113,43 @@ while read -r id; do
             print ((b[2]*3600 + b[3]*60 + b[4]) - (a[2]*3600 + a[3]*60 + a[4])) * 1000 }'
 done <"$work/ids" | sort -n >"$work/lat"
 awk '{v[NR] = $1} END {printf "p50 %.1f ms, p99 %.1f ms, max %.1f ms (%d jobs)\n", v[int(NR*0.5)+1], v[int(NR*0.99)], v[NR], NR}' "$work/lat"
-dk=$((k1 - k0))
-echo "-- API requests (test server's count): $dk in ${secs} s for $jobs jobs"
-awk -v r="$dk" -v j="$jobs" -v s="$jobsecs" 'BEGIN {printf "requests per job: %.1f; per job-minute of running: %.1f\n", r / j, r / (j * s / 60)}'
+dk=$((r1 - r0))
+echo "-- API requests (the daemon's own): $dk in ${secs} s for $jobs jobs"
+awk -v r="$dk" -v j="$jobs" -v s="$jobsecs" 'BEGIN {printf "requests per job: %.1f; per job-minute: %.2f\n", r / j, r / (j * s / 60)}'
 api "$url/metrics" | grep '^trainyard_kube_requests_total' | sed 's/trainyard_kube_requests_total/  /'
-api "$url/metrics" | grep -E '^trainyard_kube_(watch_restarts_total|reconcile_lag|create_seconds)' | sed 's/trainyard_kube_/  /'
+api "$url/metrics" | grep -E '^trainyard_kube_(responses_total|connections_total|watch_restarts_total)' | sed 's/trainyard_kube_/  /'
+echo "  most TCP connections of the daemon at once: $max_conns; most log streams at once: $max_streams"
 echo "-- daemon"
-awk -v c="$((c1 - c0))" -v hz="$hz" -v s="$secs" 'BEGIN {printf "CPU: %.1f s over %.1f s (%.0f%% of one core)\n", c / hz, s, 100 * c / hz / s}'
-echo "Kubernetes loop thread busy $(metric trainyard_kube_loop_busy_seconds_total) s, of which handing lines to the log pipeline $(metric trainyard_kube_log_push_seconds_total) s"
-echo "RSS peak $((peak_rss / 1024)) MiB; now $(awk '/VmRSS/ {printf "%d", $2 / 1024}' /proc/$pid/status) MiB; VmHWM $(awk '/VmHWM/ {printf "%d", $2 / 1024}' /proc/$pid/status) MiB"
-echo "-- logs: $((l1 - l0)) lines stored of $total printed"
-awk -v n="$((l1 - l0))" -v s="$secs" -v j="$jobsecs" 'BEGIN {printf "%.0f lines/s over the whole run (%.0f lines/s while jobs ran)\n", n / s, n / j}'
-echo "log streams open at the end: $(metric trainyard_kube_log_streams); duplicates dropped: $(metric trainyard_kube_log_duplicates_total)"
+c=$(($(ticks "$pid") - c0[trainyard]))
+awk -v c="$c" -v hz="$hz" -v s="$secs" 'BEGIN {printf "CPU: %.1f s over %.1f s (%.0f%% of one core)\n", c / hz, s, 100 * c / hz / s}'
+echo "with every job running at once: ${all_followed:-never (jobs ended before the last started)}"
+echo "RSS peak $((peak[trainyard] / 1024)) MiB; VmHWM $(awk '/VmHWM/ {printf "%d", $2 / 1024}' /proc/$pid/status) MiB"
+echo "-- logs: $((l1 - l0)) lines stored of $total printed; duplicates dropped: $(metric trainyard_kube_log_duplicates_total)"
+
+# ---- a rank fails: how long until every other pod of its job is deleted
+ns=trainyard
+kq() { curl -s --cacert "$KUBE_PKI/ca.crt" -H "Authorization: Bearer $KUBE_ADMIN_TOKEN" "$KUBE_SERVER$1"; }
+echo "-- a rank fails (OOMKilled, restart never, the others hang): its failure as the kubelet reports it -> every other pod deleted ($reaps runs)"
+for i in $(seq 1 "$reaps"); do
+    id=$(api "$url/v1/jobs" -H 'Content-Type: application/json' -d "$(jq -nc --argjson n "$pods" \
+        '{name:"reap",image:"x",nodes:$n,restart:{policy:"never"},kubernetes:{annotations:{"testserver.trainyard.io/oom-ranks":"3","testserver.trainyard.io/run-forever":"true","testserver.trainyard.io/steps":"10"}}}')" | jq -r .id)
+    sel="labelSelector=trainyard.io%2Fjob-id%3D$id"
+    seen=0 gone=0
+    for _ in $(seq 1 2400); do
+        p=$(kq "/api/v1/namespaces/$ns/pods?$sel")
+        now=$(date +%s%N)
+        if [ "$seen" = 0 ] && jq -e '[.items[]|select(.status.phase=="Failed")]|length>0' <<<"$p" >/dev/null; then seen=$now; fi
+        if [ "$seen" != 0 ] && jq -e '[.items[]|select(.status.phase!="Failed" and .status.phase!="Succeeded")]|length==0' <<<"$p" >/dev/null; then gone=$now; break; fi
+        sleep 0.05
+    done
+    [ "$gone" != 0 ] && echo "$(((gone - seen) / 1000000))" >>"$work/reap"
+done
+sort -n "$work/reap" | awk '{v[NR] = $1} END {printf "failure seen on the API server -> last other pod gone: p50 %d ms, max %d ms (%d runs; polled every 50 ms)\n", v[int(NR*0.5)+1], v[NR], NR}'
+echo "pods trainyard deleted: $(metric trainyard_kube_pods_reaped_total)"
+
+echo "-- the control plane and the simulator in the same run (CPU since the daemon started, peak RSS)"
+for n in etcd apiserver controller-manager scheduler kubesim trainyard; do
+    c=$(($(ticks "${procs[$n]}") - c0[$n]))
+    sample
+    awk -v n="$n" -v c="$c" -v hz="$hz" -v r="${peak[$n]}" 'BEGIN {printf "  %-19s CPU %7.1f s   RSS peak %5d MiB\n", n, c / hz, r / 1024}'
+done

@@ -61,7 +61,9 @@ struct kube_client {
     struct stat_row stats[MAX_STATS];
     size_t nstats;
     atomic_ullong requests;
-    atomic_ullong busy_ns; /* time in kube_client_run not waiting for the network */
+    atomic_ullong busy_ns;       /* time in kube_client_run not waiting for the network */
+    atomic_ullong by_version[2]; /* answers over HTTP/1.x, over HTTP/2 */
+    atomic_ullong connects;      /* connections opened */
 };
 
 static void count(struct kube_client *c, const char *method, const char *path, long code)
@@ -289,6 +291,10 @@ static int prepare(struct kube_client *c, struct kube_call *call, struct err *er
     curl_easy_setopt(e, CURLOPT_URL, url);
     free(url);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    /* HTTP/2 over TLS (ALPN), and a new request waits for a connection it can share rather
+     * than opening its own: thousands of watch and log streams ride a few connections. */
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
     curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
@@ -404,10 +410,22 @@ void kube_call_cancel(struct kube_client *c, struct kube_call *call)
 }
 
 /* A finished transfer: retry once on 401, else report. */
+/* Which protocol answered, and whether a connection had to be opened for it. */
+static void count_transport(struct kube_client *c, CURL *e)
+{
+    long version = 0, connects = 0;
+    curl_easy_getinfo(e, CURLINFO_HTTP_VERSION, &version);
+    curl_easy_getinfo(e, CURLINFO_NUM_CONNECTS, &connects);
+    if (version)
+        atomic_fetch_add(&c->by_version[version >= CURL_HTTP_VERSION_2_0], 1);
+    atomic_fetch_add(&c->connects, (unsigned long long)connects);
+}
+
 static void finish(struct kube_client *c, struct kube_call *call, CURLcode result)
 {
     long status = 0;
     curl_easy_getinfo(call->easy, CURLINFO_RESPONSE_CODE, &status);
+    count_transport(c, call->easy);
     curl_multi_remove_handle(c->multi, call->easy);
     if (status == 401 && !call->retried) {
         call->retried = true;
@@ -554,6 +572,9 @@ struct kube_client *kube_client_new(const struct kube_config *cfg, struct err *e
         return NULL;
     }
     curl_multi_setopt(c->multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
+    /* libcurl puts at most 100 streams on a connection unless told; the server's own limit
+     * (SETTINGS_MAX_CONCURRENT_STREAMS: 250 on kube-apiserver, Go's default) still applies. */
+    curl_multi_setopt(c->multi, CURLMOPT_MAX_CONCURRENT_STREAMS, 1000L);
     pthread_mutex_init(&c->sync_lock, NULL);
     pthread_mutex_init(&c->mlock, NULL);
     return c;
@@ -599,6 +620,18 @@ void kube_client_metrics(struct kube_client *c, struct buf *out)
                        c->stats[i].code < 0 ? 0 : c->stats[i].code,
                        (unsigned long long)c->stats[i].n);
     pthread_mutex_unlock(&c->mlock);
+    buf_printf(out,
+               "# HELP trainyard_kube_responses_total Finished Kubernetes API requests by HTTP "
+               "version (log streams and watches count when they end).\n"
+               "# TYPE trainyard_kube_responses_total counter\n"
+               "trainyard_kube_responses_total{http=\"1.1\"} %llu\n"
+               "trainyard_kube_responses_total{http=\"2\"} %llu\n"
+               "# HELP trainyard_kube_connections_total Connections opened to the API server.\n"
+               "# TYPE trainyard_kube_connections_total counter\ntrainyard_kube_connections_total "
+               "%llu\n",
+               (unsigned long long)atomic_load(&c->by_version[0]),
+               (unsigned long long)atomic_load(&c->by_version[1]),
+               (unsigned long long)atomic_load(&c->connects));
     buf_printf(out,
                "# HELP trainyard_kube_exec_plugin_runs_total Runs of the exec credential plugin.\n"
                "# TYPE trainyard_kube_exec_plugin_runs_total counter\n"

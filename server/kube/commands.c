@@ -28,7 +28,7 @@ static bool answer(struct kube *k, struct kcmd *c, int result)
 static void do_start(struct kube *k, struct kcmd *c)
 {
     struct kjob *j = kube_job_register(k, &c->m, c->attempt, JOB_STARTING);
-    j->stop_requested = j->terminal = j->fail_listed = j->adopted = false;
+    j->stop_requested = j->terminal = j->fail_listed = j->adopted = j->created_reported = false;
     j->fail_reason[0] = j->fail_msg[0] = j->uid[0] = j->wait_key[0] = '\0';
     memset(j->slots, 0, (size_t)j->m.nodes * sizeof(*j->slots));
     json_decref(j->object);

@@ -62,7 +62,8 @@ struct kjob {
     char uid[40];
     enum job_state reported; /* the state the controller was last told of */
     bool stop_requested, terminal, held, adopted;
-    bool fail_listed; /* pods re-read after a Failed condition */
+    bool fail_listed;      /* pods re-read after a Failed condition */
+    bool created_reported; /* the object's creation (or adoption) is on the timeline */
     struct kube_call *list_call;
     char fail_reason[64], fail_msg[256]; /* the first failing pod's */
     char wait_key[600];                  /* the waiting reason and message last reported */

@@ -42,13 +42,13 @@ static void object_path(const struct kjob *j, const char *kind, bool item, char 
     }
 }
 
-static void live(struct kube *k, struct kjob *j, bool adopted)
+/* The object exists: its creation latency and the timeline entry (before the token Secret's
+ * owner reference, which only matters to the garbage collector). */
+static void created(struct kube *k, struct kjob *j, bool adopted)
 {
-    j->phase = KJ_LIVE;
-    j->step = S_DONE;
-    json_decref(j->object);
-    json_decref(j->secret);
-    j->object = j->secret = NULL;
+    if (j->created_reported)
+        return;
+    j->created_reported = true;
     int64_t took = clock_mono_ns() - j->start_mono;
     atomic_fetch_add(&k->create_ns_total, (unsigned long long)(took > 0 ? took : 0));
     atomic_fetch_add(&k->create_count, 1);
@@ -57,6 +57,16 @@ static void live(struct kube *k, struct kjob *j, bool adopted)
     snprintf(msg, sizeof(msg), "%s %s/%s %s", j->m.kind, j->m.ns, j->m.obj,
              adopted ? "already existed (created before a daemon restart): adopted" : "created");
     kube_report_event(k, j, "kubernetes", adopted ? "Adopted" : "Created", msg);
+}
+
+static void live(struct kube *k, struct kjob *j, bool adopted)
+{
+    created(k, j, adopted);
+    j->phase = KJ_LIVE;
+    j->step = S_DONE;
+    json_decref(j->object);
+    json_decref(j->secret);
+    j->object = j->secret = NULL;
     kube_status_object(k, j); /* the watch may have seen it first */
 }
 
@@ -92,6 +102,7 @@ static void on_get(struct kube *k, struct kjob *j, const struct buf *body, struc
                  jsonx_str(meta, "uid") ? jsonx_str(meta, "uid") : "");
         json_decref(o);
         j->adopted = true;
+        created(k, j, true);
         next(k, j, j->m.token ? S_OWNER : S_DONE);
         return;
     }
@@ -138,6 +149,7 @@ static void on_step(void *ctx, long status, const struct buf *body, struct err *
         const char *uid = jsonx_str(json_object_get(o, "metadata"), "uid");
         snprintf(j->uid, sizeof(j->uid), "%s", uid ? uid : "");
         json_decref(o);
+        created(k, j, false);
     }
     int after[] = { [S_SECRET] = S_OBJECT,
                     [S_SECRET_PATCH] = S_OBJECT,

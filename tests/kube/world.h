@@ -34,7 +34,7 @@ struct fault {
 
 struct resource;
 
-/* Set when the simulation acts through a real API server (tests/kube/sim, docs/kubesim.md)
+/* Set when the simulation acts through a real API server (tests/kube/sim, docs/kube-testserver.md)
  * instead of being one: deletions and Events are sent there (gc.c, events.c), the real
  * scheduler binds pods (kubelet.c runs only the pods bound to the simulated nodes), and the
  * real garbage collector removes dependents. World lock held for every call. */

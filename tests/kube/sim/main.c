@@ -10,7 +10,7 @@
  * DIR holds ca.crt, serving.crt and serving.key (up.sh's). It removes the nodes an earlier
  * kubesim left, makes its own, and prints its URL (https://127.0.0.1:PORT: the control API
  * under /_test/, the DCGM exporter on /metrics) once they are Ready on the server. SIGINT or
- * SIGTERM: it deletes its nodes, their pods and its webhook, and exits 0. docs/kubesim.md.
+ * SIGTERM: it deletes its nodes, their pods and its webhook, and exits 0. docs/kube-testserver.md.
  *
  * Threads: main is the loop (watches, writes, the simulation tick); HTTP threads serve logs,
  * the webhook and the control API under the world lock.
@@ -164,7 +164,7 @@ int main(int argc, char **argv)
     struct err err;
     err_init(&err);
     struct world w;
-    world_init(&w, 200000);
+    world_init(&w, 20000); /* the loop reads the history every tick: a short one is enough */
     w.speed = o.speed;
     w.sim = sim_new();
     struct kube_config cfg = { 0 };
@@ -189,6 +189,7 @@ int main(int argc, char **argv)
     char url[64];
     snprintf(url, sizeof(url), "https://127.0.0.1:%d", http_port(http));
     s.m = mirror_new(&w, s.c, http_port(http));
+    sim_route_mirror(s.m);
     s.l = leases_new(&w, s.c);
     const char *plurals[][3] = { { "", "v1", "nodes" },
                                  { "", "v1", "pods" },

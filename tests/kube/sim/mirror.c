@@ -10,6 +10,7 @@
 
 #include <stdlib.h>
 
+#include "core/clock.h"
 #include "core/jsonx.h"
 #include "core/log.h"
 #include "core/xalloc.h"
@@ -19,8 +20,11 @@
 #include "tests/kube/store.h"
 #include "tests/kube/world.h"
 
-#define MAX_WATCHES 16
-#define MAX_EVENTS  200000 /* aggregation records kept; then forgotten (a new Event is made) */
+#define MAX_WATCHES  16
+#define MAX_EVENTS   200000 /* aggregation records kept; then forgotten (a new Event is made) */
+#define MAX_INFLIGHT 128    /* requests at once; the rest wait here, not in libcurl's queue */
+#define MAX_BACKLOG  5000   /* Events waiting; more are dropped, as client-go's broadcaster does */
+#define RETRY_NS     (1000 * 1000 * 1000LL)
 
 struct entry {
     struct mirror *m;
@@ -30,6 +34,7 @@ struct entry {
     int64_t remote_rv; /* only grows, also across a deletion */
     json_t *sent;      /* the last patch sent: not sent again if the server dropped it */
     bool dirty, queued, inflight, deleting;
+    int64_t retry_at;  /* a write the server could not take now is sent again after this */
     char gone_uid[40]; /* deleted by us for good: later versions of it are not taken in */
     char *final_path, *final_body; /* the kubelet's last DELETE, sent once nothing is in flight */
 };
@@ -69,11 +74,14 @@ struct mirror {
     size_t nevqueue, capevqueue;
     struct delreq *dels;
     size_t ndels, capdels;
+    struct entry **retries; /* writes that met a timeout, 429 or 5xx */
+    size_t nretries, capretries;
     size_t inflight;
-    uint64_t requests, errors, conflicts, dropped_patches;
+    uint64_t requests, errors, conflicts, dropped_patches, retried, dropped_events;
 };
 
 static void send_entry(struct mirror *m, struct entry *e);
+static void retry_later(struct mirror *m, struct entry *e);
 static void send_event(struct mirror *m, struct evrec *r);
 
 void mirror_path(const struct resource *res, const char *ns, const char *name, char *out,
@@ -320,7 +328,7 @@ static void finish_write(struct mirror *m, struct entry *e)
 {
     e->inflight = false;
     m->inflight--;
-    if (e->dirty || e->final_path)
+    if ((e->dirty || e->final_path) && !e->retry_at)
         enqueue(m, e);
 }
 
@@ -332,18 +340,34 @@ static void refetched(void *ctx, long status, const struct buf *body, struct err
     json_t *obj = err_is_set(err) ? NULL : json_loadb(buf_cstr(body), body->len, 0, NULL);
     if (obj) {
         take_remote(m, e, obj, true);
-    } else if (status == 404) {
-        json_t *local = store_get(m->w->store, e->res, e->ns, e->name);
-        if (local && e->remote)
+        e->dirty = false;
+    } else if (status == 404) { /* not there (a create that never made it, or deleted) */
+        if (store_get(m->w->store, e->res, e->ns, e->name))
             store_drop(m->w->store, e->res, e->ns, e->name);
         json_decref(e->remote);
         e->remote = NULL;
+        e->dirty = false;
+    } else {
+        retry_later(m, e);
     }
     json_decref(obj);
-    e->dirty = false;
     finish_write(m, e);
     world_changed(m->w);
     world_unlock(m->w);
+}
+
+static void retry_later(struct mirror *m, struct entry *e)
+{
+    m->retried++;
+    e->dirty = true;
+    json_decref(e->sent); /* the same patch is to be sent again */
+    e->sent = NULL;
+    e->retry_at = clock_mono_ns() + RETRY_NS;
+    if (m->nretries == m->capretries) {
+        m->capretries = m->capretries ? m->capretries * 2 : 64;
+        m->retries = xrealloc(m->retries, m->capretries * sizeof(*m->retries));
+    }
+    m->retries[m->nretries++] = e;
 }
 
 /* The server refused a write: read its version and take it whole (the simulation then acts
@@ -362,7 +386,9 @@ static void written(void *ctx, long status, const struct buf *body, struct err *
     struct entry *e = ctx;
     struct mirror *m = e->m;
     world_lock(m->w);
-    if (err_is_set(err)) {
+    if (err_is_set(err) && (status == 0 || status == 429 || status >= 500)) {
+        retry_later(m, e); /* the same write again: the server was busy, not against it */
+    } else if (err_is_set(err)) {
         m->errors++;
         m->conflicts += status == 409;
         if (status != 409)
@@ -560,6 +586,10 @@ static void remote_event(void *ctx, const char *key, json_t *ev)
     }
     if (r->queued)
         return;
+    if (m->nevqueue >= MAX_BACKLOG) { /* the server cannot keep up: this one is lost */
+        m->dropped_events++;
+        return;
+    }
     r->queued = true;
     m->evqueue[m->nevqueue++] = r;
     kube_client_wakeup(m->c);
@@ -567,40 +597,55 @@ static void remote_event(void *ctx, const char *key, json_t *ev)
 
 /* ---- the loop ------------------------------------------------------------------------ */
 
+/* Sends what is queued, objects first (pods, jobs, nodes: the state everyone acts on), then
+ * deletions, then Events, while fewer than MAX_INFLIGHT requests are out. */
 void mirror_tick(struct mirror *m, int64_t now)
 {
     for (size_t i = 0; i < m->nwatches; i++)
         kube_watch_tick(m->watches[i].watch, now);
     world_lock(m->w);
-    size_t n = m->nqueue;
-    struct entry **q = m->queue;
-    m->queue = NULL;
-    m->nqueue = m->capqueue = 0;
-    for (size_t i = 0; i < n; i++) {
-        q[i]->queued = false;
-        if (!q[i]->inflight)
-            send_entry(m, q[i]);
+    for (size_t i = 0; i < m->nretries;) {
+        struct entry *e = m->retries[i];
+        if (now < e->retry_at) {
+            i++;
+            continue;
+        }
+        e->retry_at = 0;
+        m->retries[i] = m->retries[--m->nretries];
+        if (!e->inflight)
+            enqueue(m, e);
     }
-    free(q);
-    for (size_t i = 0; i < m->nevqueue; i++) {
-        m->evqueue[i]->queued = false;
-        if (!m->evqueue[i]->inflight)
-            send_event(m, m->evqueue[i]);
+    size_t done = 0;
+    for (; done < m->nqueue && m->inflight < MAX_INFLIGHT; done++) {
+        m->queue[done]->queued = false;
+        if (!m->queue[done]->inflight)
+            send_entry(m, m->queue[done]);
     }
-    m->nevqueue = 0;
-    for (size_t i = 0; i < m->ndels; i++) {
-        send_delete(m, m->dels[i].e, m->dels[i].path, m->dels[i].body);
-        free(m->dels[i].path);
-        free(m->dels[i].body);
+    memmove(m->queue, m->queue + done, (m->nqueue - done) * sizeof(*m->queue));
+    m->nqueue -= done;
+    size_t d = 0;
+    for (; d < m->ndels && m->inflight < MAX_INFLIGHT; d++) {
+        send_delete(m, m->dels[d].e, m->dels[d].path, m->dels[d].body);
+        free(m->dels[d].path);
+        free(m->dels[d].body);
     }
-    m->ndels = 0;
+    memmove(m->dels, m->dels + d, (m->ndels - d) * sizeof(*m->dels));
+    m->ndels -= d;
+    size_t ev = 0;
+    for (; ev < m->nevqueue && m->inflight < MAX_INFLIGHT; ev++) {
+        m->evqueue[ev]->queued = false;
+        if (!m->evqueue[ev]->inflight)
+            send_event(m, m->evqueue[ev]);
+    }
+    memmove(m->evqueue, m->evqueue + ev, (m->nevqueue - ev) * sizeof(*m->evqueue));
+    m->nevqueue -= ev;
     world_unlock(m->w);
 }
 
 size_t mirror_pending(struct mirror *m)
 {
     world_lock(m->w);
-    size_t n = m->inflight + m->nqueue + m->nevqueue + m->ndels;
+    size_t n = m->inflight + m->nqueue + m->nevqueue + m->ndels + m->nretries;
     world_unlock(m->w);
     return n;
 }
@@ -609,10 +654,11 @@ void mirror_stats(struct mirror *m, struct buf *out)
 {
     buf_printf(out,
                "\"requests\":%llu,\"errors\":%llu,\"conflicts\":%llu,\"droppedPatches\":%llu,"
-               "\"inflight\":%zu",
+               "\"retried\":%llu,\"droppedEvents\":%llu,\"inflight\":%zu,\"queued\":%zu",
                (unsigned long long)m->requests, (unsigned long long)m->errors,
                (unsigned long long)m->conflicts, (unsigned long long)m->dropped_patches,
-               m->inflight);
+               (unsigned long long)m->retried, (unsigned long long)m->dropped_events, m->inflight,
+               m->nqueue + m->nevqueue + m->ndels);
 }
 
 struct mirror *mirror_new(struct world *w, struct kube_client *c, int kubelet_port)
@@ -655,6 +701,7 @@ void mirror_free(struct mirror *m)
         free(m->dels[i].body);
     }
     free(m->dels);
+    free(m->retries);
     free(m->queue);
     free(m->evqueue);
     free(m);

@@ -7,7 +7,9 @@
  *        server turns into its Status
  *   POST /validate-kubeflow-org-v1-pytorchjob   the Training Operator's webhook (webhook.c)
  *   GET  /metrics                          the DCGM exporter (dcgm.c)
- *   /_test/...                             the control API (tests/kube/control.c, docs/kubesim.md)
+ *   GET  /_test/mirror                     the mirror's counters (requests, retries, drops)
+ *   /_test/...                             the control API (tests/kube/control.c,
+ *                                          docs/kube-testserver.md)
  */
 #include "tests/kube/sim/route.h"
 
@@ -17,6 +19,7 @@
 #include "tests/kube/logs.h"
 #include "tests/kube/rest.h"
 #include "tests/kube/sim/dcgm.h"
+#include "tests/kube/sim/mirror.h"
 #include "tests/kube/sim/webhook.h"
 #include "tests/kube/world.h"
 
@@ -54,9 +57,34 @@ static void container_logs(struct request *req, struct reply *rep)
     as_text(rep);
 }
 
+static struct mirror *the_mirror;
+
+void sim_route_mirror(struct mirror *m)
+{
+    the_mirror = m;
+}
+
+static void mirror_state(struct request *req, struct reply *rep)
+{
+    struct buf b = BUF_INIT;
+    buf_putc(&b, '{');
+    world_lock(req->w);
+    if (the_mirror)
+        mirror_stats(the_mirror, &b);
+    world_unlock(req->w);
+    buf_puts(&b, "}\n");
+    rep->content_type = "application/json";
+    reply_text(rep, 200, buf_cstr(&b), b.len);
+    buf_release(&b);
+}
+
 void sim_route(struct request *req, struct reply *rep)
 {
     const char *path = req->path;
+    if (!strcmp(path, "/_test/mirror")) {
+        mirror_state(req, rep);
+        return;
+    }
     if (!strncmp(path, "/containerLogs/", 15) && !strcmp(req->method, "GET"))
         container_logs(req, rep);
     else if (!strcmp(path, WEBHOOK_PATH) && !strcmp(req->method, "POST"))

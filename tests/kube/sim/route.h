@@ -7,6 +7,10 @@
 
 #include "tests/kube/http.h"
 
+struct mirror;
+
 void sim_route(struct request *req, struct reply *rep);
+/* The mirror whose counters GET /_test/mirror shows (borrowed; NULL: none). */
+void sim_route_mirror(struct mirror *m);
 
 #endif
