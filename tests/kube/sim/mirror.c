@@ -507,8 +507,11 @@ static void event_done(void *ctx, long status, const struct buf *body, struct er
         m->errors++;
         if (status != 404 && status != 403) /* a namespace going away */
             log_warn("kubesim: Event %s/%s: %s", r->ns, r->name, err->msg);
-    } else {
+    } else if (!r->created) { /* from now on only count and lastTimestamp are sent */
         r->created = true;
+        json_t *last = json_pack("{s:O}", "lastTimestamp", json_object_get(r->ev, "lastTimestamp"));
+        json_decref(r->ev);
+        r->ev = last;
     }
     if (r->created && r->sent_count != r->count)
         send_event(m, r);
