@@ -35,7 +35,7 @@ trap finish EXIT
 t_up=$(date +%s)
 "$src/tests/kube/cluster/up.sh" "$work/cluster" 2>"$work/up.err" || { cat "$work/up.err"; exit 1; }
 source "$work/cluster/env"
-"$build/tests/kube/kubesim" --kubeconfig "$KUBE_ADMIN" --pki "$KUBE_PKI" --nodes "$nodes" \
+"$build/tests/kube/kubesim" --kubeconfig "$KUBE_SIM" --pki "$KUBE_PKI" --nodes "$nodes" \
     >"$work/ksim" 2>"$work/ksim.err" &
 spid=$!
 for _ in $(seq 1 1200); do [ -s "$work/ksim" ] && break; sleep 0.1; done

@@ -63,7 +63,7 @@ cluster_start() {
 sim_start() {
     [ -n "$SIMPID" ] && kill "$SIMPID" 2>/dev/null && wait "$SIMPID" 2>/dev/null
     : >"$WORK/ksim"
-    "$KUBESIM" --kubeconfig "$KADMIN" --pki "$KUBE_PKI" "$@" >"$WORK/ksim" 2>>"$WORK/kubesim.err" &
+    "$KUBESIM" --kubeconfig "$KUBE_SIM" --pki "$KUBE_PKI" "$@" >"$WORK/ksim" 2>>"$WORK/kubesim.err" &
     SIMPID=$!
     for _ in $(seq 1 600); do
         [ -s "$WORK/ksim" ] && break

@@ -7,10 +7,12 @@
 #   tests/kube/cluster/down.sh DIR
 #
 # DIR/env sets KUBE_SERVER (https://127.0.0.1:PORT), KUBE_ADMIN (an admin kubeconfig, group
-# system:masters; KUBE_ADMIN_TOKEN its token), KUBE_DAEMON (a kubeconfig with the token of deploy/'s ServiceAccount
-# trainyard/trainyard: the daemon runs under the real RBAC authorizer with exactly what
-# deploy/rbac.yaml grants), KUBE_PKI (the CA, and the serving certificate a simulated kubelet
-# or webhook presents: subjectAltName IP:127.0.0.1), KUBE_BIN and KUBE_DIR.
+# system:masters; KUBE_ADMIN_TOKEN its token), KUBE_DAEMON (a kubeconfig with the token of
+# deploy/'s ServiceAccount trainyard/trainyard: the daemon runs under the real RBAC authorizer
+# with exactly what deploy/rbac.yaml grants), KUBE_SIM (kubesim's: a cluster-admin
+# ServiceAccount, queued by priority and fairness like the daemon), KUBE_PKI (the CA, and the
+# serving certificate a simulated kubelet or webhook presents: subjectAltName IP:127.0.0.1),
+# KUBE_BIN and KUBE_DIR.
 #
 # No container runtime runs here: nodes, kubelets and the Kubeflow operators are simulated by
 # tests/kube/sim (kubesim), an API client like kwok. Logs of each process: DIR/logs/.
@@ -206,6 +208,22 @@ sa_token() {
 }
 wait_for "the trainyard ServiceAccount's token" 60 controller-manager sa_token
 kubeconfig "$DIR/trainyard.kubeconfig" trainyard "$(cat "$DIR/sa.token")" trainyard
+# kubesim's identity: a ServiceAccount bound to cluster-admin, not system:masters, whose
+# requests the API server's priority and fairness would not queue: like the kubelets and
+# operators it stands for, its burst of writes must share the server with the daemon's.
+kadm -n kube-system create serviceaccount kubesim >/dev/null 2>>"$DIR/logs/kubectl.log" &&
+    kadm create clusterrolebinding kubesim --clusterrole cluster-admin \
+        --serviceaccount kube-system:kubesim >/dev/null 2>>"$DIR/logs/kubectl.log" ||
+    die "the kubesim ServiceAccount"
+sim_token() {
+    local secret
+    secret=$(kadm -n kube-system get serviceaccount kubesim -o jsonpath='{.secrets[0].name}') &&
+        [ -n "$secret" ] &&
+        kadm -n kube-system get secret "$secret" -o jsonpath='{.data.token}' | base64 -d >"$DIR/sa.token" &&
+        [ -s "$DIR/sa.token" ]
+}
+wait_for "the kubesim ServiceAccount's token" 60 controller-manager sim_token
+kubeconfig "$DIR/kubesim.kubeconfig" kubesim "$(cat "$DIR/sa.token")" default
 rm -f "$DIR/sa.token"
 alive scheduler || die "kube-scheduler exited"
 alive controller-manager || die "kube-controller-manager exited"
@@ -217,6 +235,7 @@ KUBE_SERVER=$SERVER
 KUBE_ADMIN=$DIR/admin.kubeconfig
 KUBE_ADMIN_TOKEN=$ADMIN_TOKEN
 KUBE_DAEMON=$DIR/trainyard.kubeconfig
+KUBE_SIM=$DIR/kubesim.kubeconfig
 KUBE_PKI=$PKI
 KUBE_ETCD=http://127.0.0.1:$ETCD_PORT
 EOF

@@ -187,25 +187,9 @@ int leases_clean_nodes(struct kube_client *c, struct err *err)
     json_t *node;
     int count = 0;
     json_array_foreach (json_object_get(nodes, "items"), i, node) {
-        const char *name = kstr(json_object_get(node, "metadata"), "name");
-        struct buf p = BUF_INIT;
-        buf_puts(&p, "/api/v1/pods?fieldSelector=");
-        kube_query_escape(&p, "spec.nodeName=");
-        kube_query_escape(&p, name);
-        json_t *pods = get_list(c, buf_cstr(&p), err);
-        buf_release(&p);
-        size_t j;
-        json_t *pod;
-        json_array_foreach (json_object_get(pods, "items"), j, pod) {
-            const json_t *m = json_object_get(pod, "metadata");
-            char path[800];
-            snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", kstr(m, "namespace"),
-                     kstr(m, "name"));
-            delete_path(c, path, err);
-        }
-        json_decref(pods);
         char path[400];
-        snprintf(path, sizeof(path), "/api/v1/nodes/%s", name);
+        snprintf(path, sizeof(path), "/api/v1/nodes/%s",
+                 kstr(json_object_get(node, "metadata"), "name"));
         if (delete_path(c, path, err) == 0)
             count++;
     }

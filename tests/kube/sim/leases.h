@@ -21,8 +21,9 @@ struct leases *leases_new(struct world *w, struct kube_client *c);
 void leases_free(struct leases *l);
 /* Renews the Leases that are due (loop thread; takes the world lock). */
 void leases_tick(struct leases *l, int64_t now_mono);
-/* Deletes (blocking, not from the loop thread) the nodes labelled NODES_SIM_LABEL and, first,
- * every pod bound to them (grace 0: no kubelet is left to confirm). Returns how many nodes. */
+/* Deletes (blocking, not from the loop thread) the nodes labelled NODES_SIM_LABEL. The pods
+ * bound to them are the pod garbage collector's (kube-controller-manager removes pods of nodes
+ * that are gone, after 40 s): deleting thousands one by one took minutes. Returns how many. */
 int leases_clean_nodes(struct kube_client *c, struct err *err);
 
 #endif

@@ -10,7 +10,8 @@
  * DIR holds ca.crt, serving.crt and serving.key (up.sh's). It removes the nodes an earlier
  * kubesim left, makes its own, and prints its URL (https://127.0.0.1:PORT: the control API
  * under /_test/, the DCGM exporter on /metrics) once they are Ready on the server. SIGINT or
- * SIGTERM: it deletes its nodes, their pods and its webhook, and exits 0. docs/kube-testserver.md.
+ * SIGTERM: it deletes its nodes (their pods are the pod garbage collector's) and its webhook,
+ * and exits 0. docs/kube-testserver.md.
  *
  * Threads: main is the loop (watches, writes, the simulation tick); HTTP threads serve logs,
  * the webhook and the control API under the world lock.

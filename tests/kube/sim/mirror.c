@@ -25,6 +25,7 @@
 #define MAX_INFLIGHT 128    /* requests at once; the rest wait here, not in libcurl's queue */
 #define MAX_BACKLOG  5000   /* Events waiting; more are dropped, as client-go's broadcaster does */
 #define RETRY_NS     (1000 * 1000 * 1000LL)
+#define MAX_VERSIONS 6 /* of a job waiting to be written; more: the middle ones are folded */
 
 struct entry {
     struct mirror *m;
@@ -37,6 +38,17 @@ struct entry {
     int64_t retry_at;  /* a write the server could not take now is sent again after this */
     char gone_uid[40]; /* deleted by us for good: later versions of it are not taken in */
     char *final_path, *final_body; /* the kubelet's last DELETE, sent once nothing is in flight */
+    /* Causality: a pod's write carries a sequence number while it waits or is out (listed in
+     * the mirror's pending pods); a job's write waits for every pod write queued before it. */
+    uint64_t seq, after;
+    struct entry *pprev, *pnext;
+    bool pending;
+    /* A job's versions as the operator wrote them, oldest first, each sent in turn (after the
+     * pod writes it was decided on): a status that was Restarting for a moment must reach the
+     * server as Restarting, not be folded into the Running that followed. */
+    json_t *ver[MAX_VERSIONS];
+    uint64_t ver_after[MAX_VERSIONS];
+    int nver;
 };
 
 struct evrec {
@@ -76,6 +88,8 @@ struct mirror {
     size_t ndels, capdels;
     struct entry **retries; /* writes that met a timeout, 429 or 5xx */
     size_t nretries, capretries;
+    struct entry *pods_head, *pods_tail; /* pod writes not done, oldest first */
+    uint64_t pod_seq;
     size_t inflight;
     uint64_t requests, errors, conflicts, dropped_patches, retried, dropped_events;
 };
@@ -128,8 +142,86 @@ static struct entry *entry_for(struct mirror *m, const struct resource *res, con
     return e;
 }
 
+static bool is_pod(const struct entry *e)
+{
+    return e->res->table == TABLE_POD;
+}
+
+/* A pod write begins to wait: it goes to the end of the pending pods. */
+static void pod_pending(struct mirror *m, struct entry *e)
+{
+    if (e->pending)
+        return;
+    e->pending = true;
+    e->seq = ++m->pod_seq;
+    e->pprev = m->pods_tail;
+    e->pnext = NULL;
+    if (m->pods_tail)
+        m->pods_tail->pnext = e;
+    else
+        m->pods_head = e;
+    m->pods_tail = e;
+}
+
+/* Nothing of the pod's is waiting or out any more. */
+static void pod_settled(struct mirror *m, struct entry *e)
+{
+    if (!e->pending || e->queued || e->inflight || e->retry_at || e->final_path)
+        return;
+    e->pending = false;
+    if (e->pprev)
+        e->pprev->pnext = e->pnext;
+    else
+        m->pods_head = e->pnext;
+    if (e->pnext)
+        e->pnext->pprev = e->pprev;
+    else
+        m->pods_tail = e->pprev;
+}
+
+/* A job's status is written after the pod writes it was decided on: on a cluster the operator
+ * only sees a pod fail once the kubelet's write is on the server, and whoever reads the job's
+ * Failed then finds the failed pod there too. */
+static bool may_send(const struct mirror *m, const struct entry *e)
+{
+    uint64_t after = e->nver ? e->ver_after[0] : e->after;
+    return e->res->table != TABLE_JOB || !m->pods_head || m->pods_head->seq > after;
+}
+
+static void version_push(struct mirror *m, struct entry *e, const json_t *obj)
+{
+    if (e->nver == MAX_VERSIONS) { /* fold the second oldest into the ones after it */
+        json_decref(e->ver[1]);
+        memmove(e->ver + 1, e->ver + 2, (MAX_VERSIONS - 2) * sizeof(*e->ver));
+        memmove(e->ver_after + 1, e->ver_after + 2, (MAX_VERSIONS - 2) * sizeof(*e->ver_after));
+        e->nver--;
+    }
+    e->ver[e->nver] = json_incref((json_t *)obj); /* stored objects are never changed */
+    e->ver_after[e->nver++] = m->pod_seq;
+}
+
+static void version_pop(struct entry *e)
+{
+    if (!e->nver)
+        return;
+    json_decref(e->ver[0]);
+    memmove(e->ver, e->ver + 1, (size_t)(e->nver - 1) * sizeof(*e->ver));
+    memmove(e->ver_after, e->ver_after + 1, (size_t)(e->nver - 1) * sizeof(*e->ver_after));
+    e->nver--;
+}
+
+static void versions_clear(struct entry *e)
+{
+    while (e->nver)
+        version_pop(e);
+}
+
 static void enqueue(struct mirror *m, struct entry *e)
 {
+    if (is_pod(e))
+        pod_pending(m, e);
+    else /* it may carry a decision made on the latest pod writes */
+        e->after = m->pod_seq;
     if (e->queued)
         return;
     if (m->nqueue == m->capqueue) {
@@ -253,6 +345,8 @@ static void on_write(void *ctx, const struct resource *res, const json_t *obj, b
     struct mirror *m = ctx;
     struct entry *e = entry_for(m, res, obj);
     if (!removed) {
+        if (res->table == TABLE_JOB && e->remote)
+            version_push(m, e, obj);
         e->dirty = true;
         enqueue(m, e);
         return;
@@ -277,6 +371,8 @@ static void on_deleted(void *ctx, long status, const struct buf *body, struct er
     struct mirror *m = e->m;
     world_lock(m->w);
     m->inflight--;
+    if (is_pod(e))
+        pod_settled(m, e);
     if (err_is_set(err) && status != 404 && status != 409) { /* 409: precondition, a newer pod */
         m->errors++;
         log_warn("kubesim: DELETE %s/%s: %s", e->ns, e->name, err->msg);
@@ -330,6 +426,8 @@ static void finish_write(struct mirror *m, struct entry *e)
     m->inflight--;
     if ((e->dirty || e->final_path) && !e->retry_at)
         enqueue(m, e);
+    if (is_pod(e))
+        pod_settled(m, e);
 }
 
 static void refetched(void *ctx, long status, const struct buf *body, struct err *err)
@@ -341,6 +439,7 @@ static void refetched(void *ctx, long status, const struct buf *body, struct err
     if (obj) {
         take_remote(m, e, obj, true);
         e->dirty = false;
+        versions_clear(e);
     } else if (status == 404) { /* not there (a create that never made it, or deleted) */
         if (store_get(m->w->store, e->res, e->ns, e->name))
             store_drop(m->w->store, e->res, e->ns, e->name);
@@ -406,6 +505,9 @@ static void written(void *ctx, long status, const struct buf *body, struct err *
         if (json_is_object(obj))
             take_remote(m, e, obj, false);
         json_decref(obj);
+        version_pop(e); /* that version is on the server */
+        if (e->nver)
+            e->dirty = true;
     }
     finish_write(m, e);
     world_changed(m->w);
@@ -428,6 +530,8 @@ static json_t *creatable(const json_t *local)
 static void send_entry(struct mirror *m, struct entry *e)
 {
     json_t *local = e->dirty ? store_get(m->w->store, e->res, e->ns, e->name) : NULL;
+    if (local && e->nver && e->remote)
+        local = e->ver[0]; /* a job: its oldest version not on the server yet */
     char path[900];
     struct kube_request r = { .method = "POST", .path = path };
     json_t *body = NULL;
@@ -458,12 +562,18 @@ static void send_entry(struct mirror *m, struct entry *e)
             json_decref(body);
             body = NULL;
             e->dirty = false;
+            versions_clear(e);
             json_t *srv = json_incref(e->remote);
             take_remote(m, e, srv, true);
             json_decref(srv);
         } else if (mpatch_empty(body)) {
             json_decref(body);
             body = NULL;
+            version_pop(e); /* that version says nothing new: the next one may */
+            if (e->nver) {
+                e->dirty = true;
+                enqueue(m, e);
+            }
         } else {
             mirror_path(e->res, e->ns, e->name, path, sizeof(path));
             if (has_status && json_object_get(body, "status"))
@@ -560,6 +670,10 @@ static void remote_event(void *ctx, const char *key, json_t *ev)
         r->count++;
         json_object_set(r->ev, "lastTimestamp", json_object_get(ev, "lastTimestamp"));
         json_decref(ev);
+    } else if (m->nevqueue >= MAX_BACKLOG) { /* the server cannot keep up: this one is lost */
+        m->dropped_events++;
+        json_decref(ev);
+        return;
     } else {
         if (m->events.n >= MAX_EVENTS) { /* forget the old ones (in flight: kept alive) */
             for (struct kmap_iter it = kmap_first(&m->events); it.e;) {
@@ -589,7 +703,7 @@ static void remote_event(void *ctx, const char *key, json_t *ev)
     }
     if (r->queued)
         return;
-    if (m->nevqueue >= MAX_BACKLOG) { /* the server cannot keep up: this one is lost */
+    if (m->nevqueue >= MAX_BACKLOG) { /* a repeat: its count goes with its next one */
         m->dropped_events++;
         return;
     }
@@ -618,21 +732,30 @@ void mirror_tick(struct mirror *m, int64_t now)
         if (!e->inflight)
             enqueue(m, e);
     }
-    size_t done = 0;
+    size_t done = 0, kept = 0;
     for (; done < m->nqueue && m->inflight < MAX_INFLIGHT; done++) {
-        m->queue[done]->queued = false;
-        if (!m->queue[done]->inflight)
-            send_entry(m, m->queue[done]);
+        struct entry *e = m->queue[done];
+        if (!may_send(m, e)) {
+            m->queue[kept++] = e; /* after the pod writes it waits for */
+            continue;
+        }
+        e->queued = false;
+        if (!e->inflight)
+            send_entry(m, e);
+        if (is_pod(e))
+            pod_settled(m, e);
     }
-    memmove(m->queue, m->queue + done, (m->nqueue - done) * sizeof(*m->queue));
-    m->nqueue -= done;
+    if (m->nqueue > done)
+        memmove(m->queue + kept, m->queue + done, (m->nqueue - done) * sizeof(*m->queue));
+    m->nqueue = kept + m->nqueue - done;
     size_t d = 0;
     for (; d < m->ndels && m->inflight < MAX_INFLIGHT; d++) {
         send_delete(m, m->dels[d].e, m->dels[d].path, m->dels[d].body);
         free(m->dels[d].path);
         free(m->dels[d].body);
     }
-    memmove(m->dels, m->dels + d, (m->ndels - d) * sizeof(*m->dels));
+    if (m->ndels > d)
+        memmove(m->dels, m->dels + d, (m->ndels - d) * sizeof(*m->dels));
     m->ndels -= d;
     size_t ev = 0;
     for (; ev < m->nevqueue && m->inflight < MAX_INFLIGHT; ev++) {
@@ -640,7 +763,8 @@ void mirror_tick(struct mirror *m, int64_t now)
         if (!m->evqueue[ev]->inflight)
             send_event(m, m->evqueue[ev]);
     }
-    memmove(m->evqueue, m->evqueue + ev, (m->nevqueue - ev) * sizeof(*m->evqueue));
+    if (m->nevqueue > ev)
+        memmove(m->evqueue, m->evqueue + ev, (m->nevqueue - ev) * sizeof(*m->evqueue));
     m->nevqueue -= ev;
     world_unlock(m->w);
 }
@@ -691,6 +815,7 @@ void mirror_free(struct mirror *m)
         struct entry *e = it.e->value;
         json_decref(e->remote);
         json_decref(e->sent);
+        versions_clear(e);
         free(e->final_path);
         free(e->final_body);
         free(e);
