@@ -23,7 +23,7 @@
 
 struct controller *controller_new(struct store *st, struct executor **executors, size_t n,
                                   const struct controller_options *opts,
-                                  const struct controller_hooks *hooks)
+                                  const struct controller_callbacks *cb)
 {
     struct controller *c = XNEW(struct controller);
     c->st = st;
@@ -32,8 +32,8 @@ struct controller *controller_new(struct store *st, struct executor **executors,
     c->opts = *opts;
     if (c->opts.tick_ns <= 0)
         c->opts.tick_ns = 100 * NS_PER_MS;
-    if (hooks)
-        c->hooks = *hooks;
+    if (cb)
+        c->cb = *cb;
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->cond, NULL);
     c->dirty = true;
@@ -87,8 +87,8 @@ int controller_commit(struct controller *c, struct job_update *u)
     if (rc < 0 && err.code != ERR_CONFLICT)
         log_error("controller: job %lld: %s", (long long)u->pk, err.msg);
     err_release(&err);
-    if (rc == 0 && u->set_state && c->hooks.job_state)
-        c->hooks.job_state(c->hooks.ctx, u->pk, u->state);
+    if (rc == 0 && u->set_state && c->cb.job_state)
+        c->cb.job_state(c->cb.ctx, u->pk, u->state);
     return rc;
 }
 

@@ -21,10 +21,11 @@
 struct store;
 struct controller;
 
-/* A job changed state (for notifications: webhooks, metrics). Called on the controller thread
- * after the change is committed; also when a running job's `stalled` flag changes (state is
- * then the job's unchanged state). */
-struct controller_hooks {
+/* What the controller calls back when a job changed (for notifications: webhooks, metrics).
+ * job_state is called on the controller thread after a state change is committed; also when a
+ * running job's `stalled` flag changes (state is then the job's unchanged state). It must not
+ * block: the controller waits for it. */
+struct controller_callbacks {
     void *ctx;
     void (*job_state)(void *ctx, int64_t job_pk, enum job_state state);
 };
@@ -44,10 +45,10 @@ struct controller_options {
 };
 
 /* Creates the controller; executors are borrowed and must outlive it. Events from each
- * executor are routed to the controller (ex->events is set here). */
+ * executor are routed to the controller (ex->events is set here). cb is copied (may be NULL). */
 struct controller *controller_new(struct store *st, struct executor **executors, size_t n,
                                   const struct controller_options *opts,
-                                  const struct controller_hooks *hooks);
+                                  const struct controller_callbacks *cb);
 /* Adopts running jobs, then starts the loop thread. */
 int controller_start(struct controller *c, struct err *err);
 /* Something changed (a job was submitted, cancelled, resumed): reconcile soon. */

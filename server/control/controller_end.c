@@ -163,8 +163,8 @@ void controller_watch(struct controller *c, struct executor *ex, const struct jo
     stall_event(c, j, began ? "stalled" : "progressing", began ? "Stalled" : "Progressing", -1,
                 rep.message);
     c->stalls += began;
-    if (c->hooks.job_state)
-        c->hooks.job_state(c->hooks.ctx, j->pk, j->state);
+    if (c->cb.job_state)
+        c->cb.job_state(c->cb.ctx, j->pk, j->state);
     if (began && strcmp(v->on_stall, "none") != 0) {
         ending_add(c, j->pk, true);
         controller_stop_job(c, ex, j);

@@ -33,7 +33,7 @@ struct controller {
     struct executor **executors;
     size_t nexec;
     struct controller_options opts;
-    struct controller_hooks hooks;
+    struct controller_callbacks cb;
     pthread_t thread;
     bool running;
     pthread_mutex_t lock;

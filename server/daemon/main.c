@@ -345,8 +345,8 @@ static int start_executors(struct daemon *d, struct err *err)
                                        .stall_floor_ns = d->cfg.stall_floor_ns,
                                        .logs_pending = logs_pending,
                                        .logs_ctx = d };
-    struct controller_hooks hooks = { .ctx = d, .job_state = hook_job_state };
-    d->controller = controller_new(d->store, d->executors, d->nexec, &opts, &hooks);
+    struct controller_callbacks cb = { .ctx = d, .job_state = hook_job_state };
+    d->controller = controller_new(d->store, d->executors, d->nexec, &opts, &cb);
     if (d->cfg.prometheus_url[0]) {
         struct dcgm_options dop = { .url = d->cfg.prometheus_url,
                                     .interval_ns = d->cfg.prometheus_interval_ns,
