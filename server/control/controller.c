@@ -1,25 +1,20 @@
 /*
- * controller: the reconcile loop; see controller.h. Reports from executors are copied into a
- * queue under `lock` and handled on the controller thread, so all job decisions are serial
- * (the queue and the handling of reports: controller_report.c).
- *
- * How a running attempt ends: when a rank fails (or a stall policy stops the job) the other
- * ranks are stopped at once, and the end is decided once every rank has ended and the
- * attempt's logs are stored (so the diagnosis has seen every rank's last lines): restart,
- * preempted or failed, by server/control/outcome.c. A job whose ranks all succeeded ends the same
- * way, after its logs are in.
+ * controller: the reconcile loop; see controller.h. Each pass looks at every in-flight job
+ * (check_job: a cancel to complete, a restart to start, an attempt ending, a deadline) and
+ * then admits queued jobs (admit). Reports from executors are copied into a queue under
+ * `lock` and handled on the controller thread between passes (controller_report.c), so all
+ * job decisions are serial. How an attempt ends: controller_end.c. Every change of a job's
+ * state: controller_state.c. Also the controller's life: adoption after a daemon restart, the
+ * thread, /metrics.
  */
-#include "server/control/controller_internal.h"
+#include "server/control/controller_end.h"
+#include "server/control/controller_report.h"
+#include "server/control/controller_state.h"
 
-#include "api/auth.h"
 #include "core/clock.h"
-#include "core/jsonx.h"
 #include "core/log.h"
 #include "core/xalloc.h"
 #include "server/health/health.h"
-#include "server/control/outcome.h"
-#include "store/nodes.h"
-#include "store/tokens.h"
 
 struct controller *controller_new(struct store *st, struct executor **executors, size_t n,
                                   const struct controller_options *opts,
@@ -40,157 +35,6 @@ struct controller *controller_new(struct store *st, struct executor **executors,
     for (size_t i = 0; i < n; i++)
         controller_listen(c, executors[i]);
     return c;
-}
-
-struct executor *controller_executor(struct controller *c, const char *name)
-{
-    for (size_t i = 0; i < c->nexec; i++)
-        if (strcmp(c->executors[i]->name, name) == 0)
-            return c->executors[i];
-    return NULL;
-}
-
-bool controller_stop_requested(struct controller *c, int64_t pk)
-{
-    for (size_t i = 0; i < c->nstopping; i++)
-        if (c->stopping_jobs[i] == pk)
-            return true;
-    return false;
-}
-
-void controller_mark_stop(struct controller *c, int64_t pk, bool on)
-{
-    for (size_t i = 0; i < c->nstopping; i++) {
-        if (c->stopping_jobs[i] == pk) {
-            if (!on)
-                c->stopping_jobs[i] = c->stopping_jobs[--c->nstopping];
-            return;
-        }
-    }
-    if (!on)
-        return;
-    if (c->nstopping == c->capstopping) {
-        c->capstopping = c->capstopping ? c->capstopping * 2 : 16;
-        c->stopping_jobs = xrealloc(c->stopping_jobs, c->capstopping * sizeof(int64_t));
-    }
-    c->stopping_jobs[c->nstopping++] = pk;
-}
-
-/* Applies u; logs (never fails the loop) when the store refuses it. */
-int controller_commit(struct controller *c, struct job_update *u)
-{
-    struct err err;
-    err_init(&err);
-    int rc = store_job_update(c->st, u, &err);
-    if (rc < 0 && err.code == ERR_UNAVAILABLE)
-        c->store_down = true;
-    if (rc < 0 && err.code != ERR_CONFLICT)
-        log_error("controller: job %lld: %s", (long long)u->pk, err.msg);
-    err_release(&err);
-    if (rc == 0 && u->set_state && c->cb.job_state)
-        c->cb.job_state(c->cb.ctx, u->pk, u->state);
-    return rc;
-}
-
-void controller_stop_job(struct controller *c, struct executor *ex, const struct job *j)
-{
-    if (controller_stop_requested(c, j->pk))
-        return;
-    controller_mark_stop(c, j->pk, true);
-    struct err err;
-    err_init(&err);
-    if (ex->stop(ex, j, c->opts.stop_grace_ns, &err) < 0)
-        log_warn("controller: stopping job %s: %s", j->id, err.msg);
-    err_release(&err);
-}
-
-struct rank_counts controller_count_ranks(struct controller *c, int64_t pk)
-{
-    struct rank_counts n = { 0 };
-    struct rank *ranks = NULL;
-    if (store_ranks_get(c->st, pk, &ranks, &n.total, NULL) < 0)
-        return n;
-    for (size_t i = 0; i < n.total; i++) {
-        n.terminal += rankstate_terminal(ranks[i].state);
-        n.succeeded += ranks[i].state == RANK_SUCCEEDED;
-        n.failed += ranks[i].state == RANK_FAILED || ranks[i].state == RANK_LOST;
-    }
-    ranks_free(ranks, n.total);
-    return n;
-}
-
-void controller_start_attempt(struct controller *c, struct executor *ex, const struct job *j,
-                              const struct spec_view *v, int attempt)
-{
-    char msg[96];
-    if (attempt)
-        snprintf(msg, sizeof(msg), "restart %d", attempt);
-    else
-        snprintf(msg, sizeof(msg), "starting %d ranks", v->nranks);
-    struct rank_change reset = { .rank = -1,
-                                 .fields = RC_STATE | RC_PID | RC_EXIT | RC_RESTARTS | RC_REASON |
-                                           RC_STARTED | RC_FINISHED,
-                                 .state = RANK_PENDING,
-                                 .exit_code = -1,
-                                 .restarts = attempt };
-    struct job_update u = { .pk = j->pk,
-                            .set_state = true,
-                            .state = JOB_STARTING,
-                            .reason = attempt ? "Restarting" : "Starting",
-                            .message = msg,
-                            .set_attempt = true,
-                            .attempt = attempt,
-                            .ranks = &reset,
-                            .nranks = 1 };
-    if (controller_commit(c, &u) < 0)
-        return;
-    controller_mark_stop(c, j->pk, false);
-    controller_ending_remove(c, j->pk);
-    if (c->opts.health)
-        health_attempt(c->opts.health, j, attempt, v->nranks, false);
-    struct err err;
-    err_init(&err);
-    char secret[TOKEN_SECRET_MAX], id[32];
-    store_tokens_revoke_job(c->st, j->pk, clock_now_ns(), NULL);
-    if (auth_token_create(c->st, "worker", SCOPE_WORKER, j->pk, 0, "controller", secret, id,
-                          &err) == 0 &&
-        ex->start(ex, j, v, attempt, secret, &err) == 0) {
-        c->starts++;
-        err_release(&err);
-        return;
-    }
-    log_warn("controller: job %s did not start: %s", j->id, err.msg);
-    struct job_update fail = { .pk = j->pk,
-                               .set_state = true,
-                               .state = JOB_FAILED,
-                               .reason = "StartFailed",
-                               .message = err.msg };
-    if (controller_commit(c, &fail) == 0 && c->opts.health)
-        health_forget(c->opts.health, j->pk);
-    controller_stop_job(c, ex, j);
-    err_release(&err);
-}
-
-void controller_finish(struct controller *c, const struct job *j, enum job_state state,
-                       const char *reason, const char *message, const char *ff,
-                       const struct job_event *events, size_t nevents)
-{
-    struct job_update u = { .pk = j->pk,
-                            .set_state = true,
-                            .state = state,
-                            .reason = reason,
-                            .message = message,
-                            .first_failure = ff,
-                            .events = events,
-                            .nevents = nevents };
-    if (controller_commit(c, &u) == 0) {
-        store_tokens_revoke_job(c->st, j->pk, clock_now_ns(), NULL);
-        c->failures += state == JOB_FAILED;
-        c->preemptions += state == JOB_PREEMPTED;
-        controller_ending_remove(c, j->pk);
-        if (c->opts.health)
-            health_forget(c->opts.health, j->pk);
-    }
 }
 
 /* Starts queued jobs in priority order, per executor, stopping at the first that does not fit
@@ -228,9 +72,7 @@ static void check_job(struct controller *c, struct job *j, int64_t now)
     switch (j->state) {
     case JOB_CANCELLING:
         controller_stop_job(c, ex, j);
-        n = controller_count_ranks(c, j->pk);
-        if (n.terminal == n.total)
-            controller_finish(c, j, JOB_CANCELLED, "Cancelled", j->message, NULL, NULL, 0);
+        controller_cancel_done(c, j);
         break;
     case JOB_RESTARTING:
         if (ex->manages_restarts)

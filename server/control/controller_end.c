@@ -1,11 +1,13 @@
 /*
- * controller_end: how a running attempt ends (see controller.c's top comment). A job enters
- * the `ending` set when one of its ranks fails, a stall policy stops it, or every rank
- * succeeded; it leaves it when its end is decided: once every rank has ended and the logs of
- * the attempt are stored (at most the stop grace plus SETTLE_EXTRA_NS after it entered), so
- * the diagnosis has seen every rank's last lines. Controller thread only.
+ * controller_end: how a running attempt ends. When a rank fails (or a stall policy stops the
+ * job) the other ranks are stopped at once, and the end is decided once every rank has ended
+ * and the attempt's logs are stored, so the diagnosis has seen every rank's last lines:
+ * restart, preempted or failed, by outcome.c. A job whose ranks all succeeded ends the same
+ * way, after its logs are in. A job is in the `ending` set (controller_state.c) from the first
+ * of those until its end is decided, at most the stop grace plus SETTLE_EXTRA_NS later. The
+ * transitions themselves are controller_state.c's. Controller thread only.
  */
-#include "server/control/controller_internal.h"
+#include "server/control/controller_end.h"
 
 #include "core/clock.h"
 #include "core/log.h"
@@ -15,33 +17,6 @@
 #include "store/nodes.h"
 
 #define SETTLE_EXTRA_NS (5 * NS_PER_SEC) /* beyond the stop grace, for the last log lines */
-
-static struct ending_job *ending_get(struct controller *c, int64_t pk)
-{
-    for (size_t i = 0; i < c->nending; i++)
-        if (c->ending[i].pk == pk)
-            return &c->ending[i];
-    return NULL;
-}
-
-static struct ending_job *ending_add(struct controller *c, int64_t pk, bool stop)
-{
-    struct ending_job *e = ending_get(c, pk);
-    if (!e) {
-        XGROW(c->ending, c->nending, c->capending);
-        e = &c->ending[c->nending++];
-        *e = (struct ending_job){ .pk = pk, .since = clock_mono_ns() };
-    }
-    e->stop = e->stop || stop;
-    return e;
-}
-
-void controller_ending_remove(struct controller *c, int64_t pk)
-{
-    struct ending_job *e = ending_get(c, pk);
-    if (e)
-        *e = c->ending[--c->nending];
-}
 
 /* Marks the node the diagnosis blames (Xid, ECC...) suspect, unless it has a mark. */
 static void mark_node(struct controller *c, const struct job *j, const struct outcome *o)
@@ -83,23 +58,10 @@ static void conclude_failure(struct controller *c, struct executor *ex, const st
         { .type = "node_avoided", .reason = "AvoidNode", .message = o.dec.avoid_node, .rank = -1 },
     };
     size_t nev = o.dec.avoid_node[0] ? 2 : 1;
-    if (o.restart) {
-        struct job_update u = { .pk = j->pk,
-                                .set_state = true,
-                                .state = JOB_RESTARTING,
-                                .reason = o.reason,
-                                .message = o.message,
-                                .first_failure = o.first_failure,
-                                .events = ev,
-                                .nevents = nev };
-        if (controller_commit(c, &u) == 0) {
-            c->restarts++;
-            controller_ending_remove(c, j->pk);
-            controller_start_attempt(c, ex, j, v, j->attempt + 1);
-        }
-    } else {
+    if (o.restart)
+        controller_restart(c, ex, j, v, o.reason, o.message, o.first_failure, ev, nev);
+    else
         controller_finish(c, j, o.state, o.reason, o.message, o.first_failure, ev, nev);
-    }
     outcome_release(&o);
 }
 
@@ -112,7 +74,7 @@ static bool logs_pending(struct controller *c, int64_t pk)
 void controller_settle(struct controller *c, struct executor *ex, const struct job *j,
                        const struct spec_view *v)
 {
-    struct ending_job *e = ending_get(c, j->pk);
+    struct ending_job *e = controller_ending_get(c, j->pk);
     if (ex->manages_restarts && !(e && e->stop))
         return; /* its executor decides from its own objects, unless trainyard stops the job */
     struct rank_counts n = controller_count_ranks(c, j->pk);
@@ -120,7 +82,7 @@ void controller_settle(struct controller *c, struct executor *ex, const struct j
     bool failing = n.failed > 0 || (e && e->stop) || (n.terminal == n.total && !all_ok);
     if (!failing && !all_ok)
         return;
-    e = ending_add(c, j->pk, false);
+    e = controller_ending_add(c, j->pk, false);
     if (failing)
         controller_stop_job(c, ex, j);
     if (n.terminal < n.total)
@@ -148,7 +110,7 @@ static void stall_event(struct controller *c, const struct job *j, const char *t
 void controller_watch(struct controller *c, struct executor *ex, const struct job *j,
                       const struct spec_view *v)
 {
-    if (!c->opts.health || ending_get(c, j->pk))
+    if (!c->opts.health || controller_ending_get(c, j->pk))
         return;
     struct stall_options so;
     outcome_stall_options(v, c->opts.stall_floor_ns, &so);
@@ -166,7 +128,7 @@ void controller_watch(struct controller *c, struct executor *ex, const struct jo
     if (c->cb.job_state)
         c->cb.job_state(c->cb.ctx, j->pk, j->state);
     if (began && strcmp(v->on_stall, "none") != 0) {
-        ending_add(c, j->pk, true);
+        controller_ending_add(c, j->pk, true);
         controller_stop_job(c, ex, j);
     }
 }

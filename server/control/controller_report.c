@@ -4,16 +4,25 @@
  * order on the controller thread (controller_drain): a rank started or ended, a job's own
  * conditions (Kubernetes). Executors that restart ranks themselves (manages_restarts: the
  * Training Operator) decide a job's fate from their own objects, so a rank's end is only
- * recorded for them. The queue owns copies of every string of a report.
+ * recorded for them. The queue owns copies of every string of a report. A report changes the
+ * job's state only through controller_state.c's transitions, or controller_end.c's settling.
  */
-#include "server/control/controller_internal.h"
+#include "server/control/controller_report.h"
 
 #include "core/clock.h"
 #include "core/jsonx.h"
 #include "core/log.h"
 #include "core/xalloc.h"
+#include "server/control/controller_end.h"
 #include "server/health/health.h"
-#include "store/tokens.h"
+
+struct queued_report {
+    bool is_job;
+    struct rank_report rank;
+    struct job_report job;
+    char *strings[5]; /* owned copies of the report's strings */
+    struct queued_report *next;
+};
 
 static char *dup_or_null(const char *s)
 {
@@ -223,15 +232,10 @@ static void rank_ended_managed(struct controller *c, struct executor *ex, const 
     free(ff);
     if (rc_commit < 0)
         return;
-    if (j->state == JOB_STARTING || j->state == JOB_RUNNING) {
+    if (j->state == JOB_STARTING || j->state == JOB_RUNNING)
         controller_settle(c, ex, j, v);
-        return;
-    }
-    struct rank_counts n = controller_count_ranks(c, j->pk);
-    if (j->state == JOB_CANCELLING && n.terminal == n.total) {
-        controller_finish(c, j, JOB_CANCELLED, "Cancelled", j->message, NULL, NULL, 0);
-        controller_mark_stop(c, j->pk, false);
-    }
+    else
+        controller_cancel_done(c, j);
 }
 
 static void rank_ended(struct controller *c, struct executor *ex, const struct job *j,
@@ -267,12 +271,12 @@ static void rank_ended(struct controller *c, struct executor *ex, const struct j
         feed_ending(c, r, state);
     if (controller_commit(c, &u) < 0 || jobstate_terminal(j->state))
         return;
-    struct rank_counts n = controller_count_ranks(c, j->pk);
-    if (j->state == JOB_CANCELLING && n.terminal == n.total) {
-        controller_finish(c, j, JOB_CANCELLED, "Cancelled", j->message, NULL, NULL, 0);
-        controller_mark_stop(c, j->pk, false);
-    } else if (j->state == JOB_RESTARTING && n.terminal == n.total) {
-        controller_start_attempt(c, ex, j, v, j->attempt + 1);
+    if (j->state == JOB_CANCELLING) {
+        controller_cancel_done(c, j);
+    } else if (j->state == JOB_RESTARTING) {
+        struct rank_counts n = controller_count_ranks(c, j->pk);
+        if (n.terminal == n.total)
+            controller_start_attempt(c, ex, j, v, j->attempt + 1);
     } else if (j->state == JOB_STARTING || j->state == JOB_RUNNING) {
         controller_settle(c, ex, j, v);
     }
@@ -309,16 +313,8 @@ static void rank_running(struct controller *c, struct executor *ex, const struct
     for (size_t i = 0; i < n; i++)
         running += ranks[i].state == RANK_RUNNING || ranks[i].state == RANK_SUCCEEDED;
     ranks_free(ranks, n);
-    if (running == n) {
-        struct job_update run = { .pk = j->pk,
-                                  .set_state = true,
-                                  .state = JOB_RUNNING,
-                                  .only_if_state = true,
-                                  .if_state = j->state,
-                                  .reason = "Running",
-                                  .message = "every rank is running" };
-        controller_commit(c, &run);
-    }
+    if (running == n)
+        controller_running(c, j, j->state);
 }
 
 /* True when the stored rank already says what r says (an executor that reports its view again
@@ -378,25 +374,7 @@ static void handle_job(struct controller *c, const struct job_report *r)
         return;
     if (r->attempt == j->attempt) {
         feed_events(c, r);
-        struct job_update u = { .pk = j->pk,
-                                .set_state = r->set_state,
-                                .state = r->state,
-                                .reason = r->reason,
-                                .message = r->message,
-                                .events = r->events,
-                                .nevents = r->nevents };
-        if (r->set_state && r->state == JOB_RESTARTING) {
-            u.set_attempt = true;
-            u.attempt = j->attempt + 1;
-        }
-        int rc = controller_commit(c, &u);
-        if (rc == 0 && u.set_attempt && c->opts.health) /* the operator restarts the pods */
-            health_attempt(c->opts.health, j, u.attempt, j->nranks, false);
-        if (rc == 0 && r->set_state && jobstate_terminal(r->state)) {
-            store_tokens_revoke_job(c->st, j->pk, clock_now_ns(), NULL);
-            if (c->opts.health)
-                health_forget(c->opts.health, j->pk);
-        }
+        controller_reported(c, j, r);
     }
     job_free(j);
 }

@@ -1,5 +1,5 @@
 /*
- * executor: what runs a job's ranks, behind one interface. The controller (controller.c) owns
+ * executor: what runs a job's ranks, behind one interface. The controller (controller*.c) owns
  * the job state machine and every decision (admit, restart, fail, stop); an executor only
  * carries decisions out and reports what it observes, through struct executor_events.
  *

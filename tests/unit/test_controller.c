@@ -40,6 +40,7 @@ struct fake {
     pthread_mutex_t lock;
     int slots;
     bool stop_ends_ranks; /* stop() ends every live rank at once, as SIGTERM would */
+    bool start_reports;   /* start() reports every rank running (else the test does) */
     struct fake_job jobs[MAX_JOBS];
     size_t njobs;
     char started[256]; /* "id/attempt " per start(), in order */
@@ -104,8 +105,9 @@ static int fake_start(struct executor *ex, const struct job *j, const struct spe
         fj->live[r] = true;
     size_t len = strlen(f->started);
     snprintf(f->started + len, sizeof(f->started) - len, "%s/%d ", j->id, attempt);
+    bool reports = f->start_reports;
     pthread_mutex_unlock(&f->lock);
-    for (int r = 0; r < v->nranks; r++)
+    for (int r = 0; r < v->nranks && reports; r++)
         report(f, j->pk, attempt, r, RANK_RUNNING, -1, 0);
     return 0;
 }
@@ -164,6 +166,7 @@ static void fake_init(struct fake *f, int slots)
     pthread_mutex_init(&f->lock, NULL);
     f->slots = slots;
     f->stop_ends_ranks = true;
+    f->start_reports = true;
     f->ex = (struct executor){ .name = "fake",
                                .fits = fake_fits,
                                .start = fake_start,
@@ -408,15 +411,25 @@ static void test_admission(struct store *st)
     fake_release(&f);
 }
 
-/* One rank fails: the others are stopped at once (once), and the job fails naming the rank that
- * failed first; the ranks trainyard stopped are "stopped", not failures of their own. */
+/* The job runs once every rank does. One rank fails: the others are stopped at once (once), and
+ * the job fails naming the rank that failed first; the ranks trainyard stopped are "stopped",
+ * not failures of their own. */
 static void test_first_failure(struct store *st)
 {
     struct fake f;
     fake_init(&f, 8);
     int64_t pk = submit(st, "ff", 3, 0, NULL);
     struct executor *ex[] = { &f.ex };
+    f.start_reports = false;
     struct controller *c = start_controller(st, ex);
+    /* Running means every rank runs. */
+    int64_t until = clock_mono_ns() + WAIT_NS;
+    while (FAKE_COUNT(&f, pk, starts) == 0 && clock_mono_ns() < until)
+        sleep_ms(5);
+    report(&f, pk, 0, 0, RANK_RUNNING, -1, 0);
+    report(&f, pk, 0, 2, RANK_RUNNING, -1, 0);
+    CHECK(stays(st, c, pk, JOB_STARTING));
+    report(&f, pk, 0, 1, RANK_RUNNING, -1, 0);
     REACH(st, pk, JOB_RUNNING);
     fake_end(&f, pk, 1, 3, 0);
     REACH(st, pk, JOB_FAILED);

@@ -1,0 +1,22 @@
+/*
+ * controller_end: how a starting or running attempt ends (settling once the logs are in, the
+ * outcome, stalls, deadlines). Private to server/control; called by controller.c and
+ * controller_report.c, on the controller thread.
+ */
+#ifndef TY_CONTROLLER_END_H
+#define TY_CONTROLLER_END_H
+
+#include "server/control/controller_state.h"
+
+/* Drives a starting or running job whose ranks are ending: stops the others when one failed,
+ * and decides the end once every rank ended and the logs are in. */
+void controller_settle(struct controller *c, struct executor *ex, const struct job *j,
+                       const struct spec_view *v);
+/* Stall and straggler detection of a running job, and its stall policy. */
+void controller_watch(struct controller *c, struct executor *ex, const struct job *j,
+                      const struct spec_view *v);
+/* The job ran past its deadline_seconds: it fails and its ranks are stopped. */
+void controller_deadline(struct controller *c, struct executor *ex, const struct job *j,
+                         const struct spec_view *v, int64_t now);
+
+#endif

@@ -1,0 +1,261 @@
+/*
+ * controller_state: every job state change the controller makes, one function per transition
+ * (see controller_state.h for who calls which), and the bookkeeping they share: the jobs whose
+ * stop was sent, the jobs whose end is being decided, the counters /metrics shows. Each change
+ * is committed to the store before the executor is told to act on it, so a daemon that dies in
+ * between finds the decision on restart (controller.c's adoption). Controller thread only.
+ */
+#include "server/control/controller_state.h"
+
+#include "api/auth.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/xalloc.h"
+#include "server/health/health.h"
+#include "store/tokens.h"
+
+int controller_commit(struct controller *c, struct job_update *u)
+{
+    struct err err;
+    err_init(&err);
+    int rc = store_job_update(c->st, u, &err);
+    if (rc < 0 && err.code == ERR_UNAVAILABLE)
+        c->store_down = true;
+    if (rc < 0 && err.code != ERR_CONFLICT)
+        log_error("controller: job %lld: %s", (long long)u->pk, err.msg);
+    err_release(&err);
+    if (rc == 0 && u->set_state && c->cb.job_state)
+        c->cb.job_state(c->cb.ctx, u->pk, u->state);
+    return rc;
+}
+
+struct executor *controller_executor(struct controller *c, const char *name)
+{
+    for (size_t i = 0; i < c->nexec; i++)
+        if (strcmp(c->executors[i]->name, name) == 0)
+            return c->executors[i];
+    return NULL;
+}
+
+bool controller_stop_requested(struct controller *c, int64_t pk)
+{
+    for (size_t i = 0; i < c->nstopping; i++)
+        if (c->stopping_jobs[i] == pk)
+            return true;
+    return false;
+}
+
+void controller_stop_forget(struct controller *c, int64_t pk)
+{
+    for (size_t i = 0; i < c->nstopping; i++) {
+        if (c->stopping_jobs[i] == pk) {
+            c->stopping_jobs[i] = c->stopping_jobs[--c->nstopping];
+            return;
+        }
+    }
+}
+
+void controller_stop_job(struct controller *c, struct executor *ex, const struct job *j)
+{
+    if (controller_stop_requested(c, j->pk))
+        return;
+    XGROW(c->stopping_jobs, c->nstopping, c->capstopping);
+    c->stopping_jobs[c->nstopping++] = j->pk;
+    struct err err;
+    err_init(&err);
+    if (ex->stop(ex, j, c->opts.stop_grace_ns, &err) < 0)
+        log_warn("controller: stopping job %s: %s", j->id, err.msg);
+    err_release(&err);
+}
+
+struct rank_counts controller_count_ranks(struct controller *c, int64_t pk)
+{
+    struct rank_counts n = { 0 };
+    struct rank *ranks = NULL;
+    if (store_ranks_get(c->st, pk, &ranks, &n.total, NULL) < 0)
+        return n;
+    for (size_t i = 0; i < n.total; i++) {
+        n.terminal += rankstate_terminal(ranks[i].state);
+        n.succeeded += ranks[i].state == RANK_SUCCEEDED;
+        n.failed += ranks[i].state == RANK_FAILED || ranks[i].state == RANK_LOST;
+    }
+    ranks_free(ranks, n.total);
+    return n;
+}
+
+struct ending_job *controller_ending_get(struct controller *c, int64_t pk)
+{
+    for (size_t i = 0; i < c->nending; i++)
+        if (c->ending[i].pk == pk)
+            return &c->ending[i];
+    return NULL;
+}
+
+struct ending_job *controller_ending_add(struct controller *c, int64_t pk, bool stop)
+{
+    struct ending_job *e = controller_ending_get(c, pk);
+    if (!e) {
+        XGROW(c->ending, c->nending, c->capending);
+        e = &c->ending[c->nending++];
+        *e = (struct ending_job){ .pk = pk, .since = clock_mono_ns() };
+    }
+    e->stop = e->stop || stop;
+    return e;
+}
+
+void controller_ending_remove(struct controller *c, int64_t pk)
+{
+    struct ending_job *e = controller_ending_get(c, pk);
+    if (e)
+        *e = c->ending[--c->nending];
+}
+
+/* Issues the attempt's worker token and has ex start every rank; fills err when either fails. */
+static int launch(struct controller *c, struct executor *ex, const struct job *j,
+                  const struct spec_view *v, int attempt, struct err *err)
+{
+    char secret[TOKEN_SECRET_MAX], id[32];
+    store_tokens_revoke_job(c->st, j->pk, clock_now_ns(), NULL); /* the last attempt's */
+    if (auth_token_create(c->st, "worker", SCOPE_WORKER, j->pk, 0, "controller", secret, id, err) <
+        0)
+        return -1;
+    return ex->start(ex, j, v, attempt, secret, err);
+}
+
+void controller_start_attempt(struct controller *c, struct executor *ex, const struct job *j,
+                              const struct spec_view *v, int attempt)
+{
+    char msg[96];
+    if (attempt)
+        snprintf(msg, sizeof(msg), "restart %d", attempt);
+    else
+        snprintf(msg, sizeof(msg), "starting %d ranks", v->nranks);
+    struct rank_change reset = { .rank = -1,
+                                 .fields = RC_STATE | RC_PID | RC_EXIT | RC_RESTARTS | RC_REASON |
+                                           RC_STARTED | RC_FINISHED,
+                                 .state = RANK_PENDING,
+                                 .exit_code = -1,
+                                 .restarts = attempt };
+    struct job_update u = { .pk = j->pk,
+                            .set_state = true,
+                            .state = JOB_STARTING,
+                            .reason = attempt ? "Restarting" : "Starting",
+                            .message = msg,
+                            .set_attempt = true,
+                            .attempt = attempt,
+                            .ranks = &reset,
+                            .nranks = 1 };
+    if (controller_commit(c, &u) < 0)
+        return;
+    controller_stop_forget(c, j->pk);
+    controller_ending_remove(c, j->pk);
+    if (c->opts.health)
+        health_attempt(c->opts.health, j, attempt, v->nranks, false);
+    struct err err;
+    err_init(&err);
+    if (launch(c, ex, j, v, attempt, &err) == 0) {
+        c->starts++;
+        goto out;
+    }
+    log_warn("controller: job %s did not start: %s", j->id, err.msg);
+    struct job_update fail = { .pk = j->pk,
+                               .set_state = true,
+                               .state = JOB_FAILED,
+                               .reason = "StartFailed",
+                               .message = err.msg };
+    if (controller_commit(c, &fail) == 0 && c->opts.health)
+        health_forget(c->opts.health, j->pk);
+    controller_stop_job(c, ex, j);
+out:
+    err_release(&err);
+}
+
+void controller_running(struct controller *c, const struct job *j, enum job_state from)
+{
+    struct job_update u = { .pk = j->pk,
+                            .set_state = true,
+                            .state = JOB_RUNNING,
+                            .only_if_state = true,
+                            .if_state = from,
+                            .reason = "Running",
+                            .message = "every rank is running" };
+    controller_commit(c, &u);
+}
+
+void controller_restart(struct controller *c, struct executor *ex, const struct job *j,
+                        const struct spec_view *v, const char *reason, const char *message,
+                        const char *first_failure, const struct job_event *events, size_t nevents)
+{
+    struct job_update u = { .pk = j->pk,
+                            .set_state = true,
+                            .state = JOB_RESTARTING,
+                            .reason = reason,
+                            .message = message,
+                            .first_failure = first_failure,
+                            .events = events,
+                            .nevents = nevents };
+    if (controller_commit(c, &u) < 0)
+        return;
+    c->restarts++;
+    controller_ending_remove(c, j->pk);
+    controller_start_attempt(c, ex, j, v, j->attempt + 1);
+}
+
+/* A job that ended keeps neither a worker token nor a diagnosis in memory. */
+static void ended(struct controller *c, int64_t pk)
+{
+    store_tokens_revoke_job(c->st, pk, clock_now_ns(), NULL);
+    if (c->opts.health)
+        health_forget(c->opts.health, pk);
+}
+
+void controller_finish(struct controller *c, const struct job *j, enum job_state state,
+                       const char *reason, const char *message, const char *first_failure,
+                       const struct job_event *events, size_t nevents)
+{
+    struct job_update u = { .pk = j->pk,
+                            .set_state = true,
+                            .state = state,
+                            .reason = reason,
+                            .message = message,
+                            .first_failure = first_failure,
+                            .events = events,
+                            .nevents = nevents };
+    if (controller_commit(c, &u) < 0)
+        return;
+    c->failures += state == JOB_FAILED;
+    c->preemptions += state == JOB_PREEMPTED;
+    controller_ending_remove(c, j->pk);
+    ended(c, j->pk);
+}
+
+bool controller_cancel_done(struct controller *c, const struct job *j)
+{
+    struct rank_counts n = controller_count_ranks(c, j->pk);
+    if (j->state != JOB_CANCELLING || n.terminal < n.total)
+        return false;
+    controller_finish(c, j, JOB_CANCELLED, "Cancelled", j->message, NULL, NULL, 0);
+    controller_stop_forget(c, j->pk);
+    return true;
+}
+
+void controller_reported(struct controller *c, const struct job *j, const struct job_report *r)
+{
+    struct job_update u = { .pk = j->pk,
+                            .set_state = r->set_state,
+                            .state = r->state,
+                            .reason = r->reason,
+                            .message = r->message,
+                            .events = r->events,
+                            .nevents = r->nevents };
+    if (r->set_state && r->state == JOB_RESTARTING) { /* the operator restarts the pods */
+        u.set_attempt = true;
+        u.attempt = j->attempt + 1;
+    }
+    if (controller_commit(c, &u) < 0)
+        return;
+    if (u.set_attempt && c->opts.health)
+        health_attempt(c->opts.health, j, u.attempt, j->nranks, false);
+    if (r->set_state && jobstate_terminal(r->state))
+        ended(c, j->pk);
+}
