@@ -69,7 +69,8 @@ struct sns_policy {
 int sns_check_url(const struct sns_policy *p, const char *url, bool cert, struct err *err);
 
 /* Fetches a certificate PEM; the interface lets tests inject one. Returns 0, or -1 with
- * ERR_UPSTREAM / ERR_TIMEOUT (a temporary failure: answer 5xx so SNS retries). */
+ * ERR_UPSTREAM (an answer other than 200), ERR_UNAVAILABLE (no answer) or ERR_TIMEOUT: all
+ * temporary failures, answered 5xx so that SNS retries. */
 struct sns_fetcher {
     int (*fetch)(void *ctx, const char *url, struct buf *out, struct err *err);
     void *ctx;
@@ -77,7 +78,7 @@ struct sns_fetcher {
 
 struct sns_verifier;
 
-/* Copies policy (and its strings). fetcher NULL: fetch over HTTPS with libcurl (httpc), with
+/* Copies policy (and its strings). fetcher NULL: fetch over HTTPS (core/httpc), with
  * policy->test_ca_file as the CA when set. Never NULL; free with sns_verifier_free(). */
 struct sns_verifier *sns_verifier_new(const struct sns_policy *policy,
                                       const struct sns_fetcher *fetcher);

@@ -11,8 +11,8 @@
 #include <stdint.h>
 
 #include "server/cli/cli.h"
-#include "server/cli/cli_http.h"
 #include "core/buf.h"
+#include "core/httpc.h"
 
 #define CLI_MAX_SETS 128
 #define CLI_MAX_POS  4
@@ -40,10 +40,11 @@ struct cli_args {
 
 struct cli {
     struct cli_args a;
-    struct cli_http http;
-    bool json;      /* --output json */
-    int64_t now_ns; /* for relative times */
-    json_t *config; /* the config file's document, or NULL */
+    struct httpc *http;   /* to the daemon: base URL, token, CA, retry budget and notices */
+    int64_t retry_for_ns; /* --retry-for, also the budget of a follow's reconnections */
+    bool json;            /* --output json */
+    int64_t now_ns;       /* for relative times */
+    json_t *config;       /* the config file's document, or NULL */
     /* Said after a 404 "no such path": the route is not on this daemon (yet). */
     const char *hint_404;
 };
@@ -55,11 +56,17 @@ int cli_fail(struct cli *c, int code, const char *fmt, ...) __attribute__((forma
 /* An informational line on stderr (not with --quiet). */
 void cli_note(struct cli *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Sends rq. Returns 0 when an answer arrived (resp), CLI_LOST (reported) when none did. */
-int cli_send(struct cli *c, const struct cli_request *rq, struct cli_response *resp);
+/* The Accept header of every JSON request (NULL-terminated, for httpc_request.headers). */
+extern const char *const cli_accept_json[];
+/* The body bound of the CLI's answers: a page of 2000 log lines fits with room to spare. */
+#define CLI_BODY_MAX (64u << 20)
+
+/* Sends rq. Returns 0 when an answer arrived (resp), CLI_LOST (reported) when none did, CLI_API
+ * (reported) when it was over CLI_BODY_MAX. */
+int cli_send(struct cli *c, const struct httpc_request *rq, struct httpc_response *resp);
 /* Turns an answer into a document: 2xx JSON -> *doc (NULL for an empty body) and 0; anything
  * else is reported (the problem as the API says it) and CLI_API is returned. Caller decrefs. */
-int cli_answer(struct cli *c, const struct cli_response *resp, json_t **doc);
+int cli_answer(struct cli *c, const struct httpc_response *resp, json_t **doc);
 /* cli_send + cli_answer for a GET (retried). */
 int cli_get(struct cli *c, const char *path, json_t **doc);
 

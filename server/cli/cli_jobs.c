@@ -213,9 +213,11 @@ int cli_cmd_cancel(struct cli *c)
     struct buf path = BUF_INIT;
     cli_job_path(&path, c->a.pos[0], "/cancel");
     /* Cancelling twice is harmless, so the request may be retried. */
-    struct cli_request rq = { .method = "POST", .path = buf_cstr(&path), .retry = true };
-    struct cli_response resp;
-    cli_response_init(&resp);
+    struct httpc_request rq = {
+        .method = "POST", .url = buf_cstr(&path), .headers = cli_accept_json, .retry = true
+    };
+    struct httpc_response resp;
+    httpc_response_init(&resp);
     json_t *job = NULL;
     int rc = cli_send(c, &rq, &resp);
     if (rc == 0 && resp.status == 409 && resp.attempts > 1) {
@@ -236,7 +238,7 @@ int cli_cmd_cancel(struct cli *c)
     else if (rc == 0)
         printf("job %s: %s\n", jsonx_str(job, "id"), jsonx_str(job, "state"));
     json_decref(job);
-    cli_response_release(&resp);
+    httpc_response_release(&resp);
     buf_release(&path);
     return rc;
 }

@@ -98,29 +98,32 @@ static int connect_once(struct follow *f, const char *id, char *why, size_t cap)
     struct buf path = BUF_INIT;
     char last[64];
     snprintf(last, sizeof(last), "Last-Event-ID: %lld", (long long)f->last_seq);
-    const char *headers[] = { f->last_seq ? last : NULL, NULL };
-    struct cli_response resp;
-    cli_response_init(&resp);
+    const char *headers[] = { "Accept: text/event-stream", f->last_seq ? last : NULL, NULL };
+    struct httpc_response resp;
+    httpc_response_init(&resp);
     struct err err;
     err_init(&err);
     follow_path(f->c, &path, id, f->last_seq);
     cli_sse_reset(&f->sse);
     f->progress = false;
-    int rc = cli_http_stream(&f->c->http, buf_cstr(&path), headers, on_data, f, &resp, &err);
+    struct httpc_request rq = {
+        .url = buf_cstr(&path), .headers = headers, .stream = on_data, .stream_ctx = f
+    };
+    int rc = httpc_do(f->c->http, &rq, &resp, &err);
     if (rc < 0 && resp.fatal)
         rc = cli_fail(f->c, CLI_LOST, "%s", err.msg);
     else if (rc < 0)
         snprintf(why, cap, "%s", err.msg);
     else if (resp.status >= 200 && resp.status <= 299)
         snprintf(why, cap, "the stream ended early");
-    else if (cli_status_retryable(resp.status))
+    else if (httpc_status_retryable(resp.status))
         snprintf(why, cap, "the daemon answered HTTP %ld", resp.status);
     else {
         json_t *ignored;
         rc = cli_answer(f->c, &resp, &ignored);
     }
     err_release(&err);
-    cli_response_release(&resp);
+    httpc_response_release(&resp);
     buf_release(&path);
     return rc > 0 ? rc : 0;
 }
@@ -143,8 +146,8 @@ int cli_follow_logs(struct cli *c, const char *id)
         }
         uint64_t rnd;
         crypto_random(&rnd, sizeof(rnd));
-        int64_t delay = cli_backoff_ms(attempt++, rnd, -1);
-        int64_t left_ms = (c->http.retry_for_ns - (now - outage_start)) / NS_PER_MS;
+        int64_t delay = httpc_backoff_ms(attempt++, rnd, -1);
+        int64_t left_ms = (c->retry_for_ns - (now - outage_start)) / NS_PER_MS;
         if (delay > left_ms)
             delay = left_ms; /* one last try when the budget runs out */
         if (left_ms <= 0) {
@@ -189,20 +192,23 @@ static int read_pages(struct cli *c, const char *id)
             cli_query(&path, "strip_ansi", "true");
         if (after)
             buf_printf(&path, "&after=%lld", (long long)after);
-        struct cli_request rq = { .method = "GET",
-                                  .path = buf_cstr(&path),
-                                  .accept = "application/x-ndjson, application/problem+json",
-                                  .retry = true };
-        struct cli_response resp;
-        cli_response_init(&resp);
+        static const char *const accept[] = {
+            "Accept: application/x-ndjson, application/problem+json", NULL
+        };
+        struct httpc_request rq = { .url = buf_cstr(&path), .headers = accept, .retry = true };
+        struct httpc_response resp;
+        httpc_response_init(&resp);
         rc = cli_send(c, &rq, &resp);
         json_t *ignored = NULL;
         if (rc == 0 && (resp.status < 200 || resp.status > 299))
             rc = cli_answer(c, &resp, &ignored);
         if (rc == 0)
             print_page(c, &resp.body);
-        after = c->a.tail ? 0 : resp.next_after;
-        cli_response_release(&resp);
+        char next[32];
+        after = 0;
+        if (!c->a.tail && httpc_header(&resp, "Trainyard-Next-After", next, sizeof(next)))
+            parse_int64(next, 0, INT64_MAX, &after);
+        httpc_response_release(&resp);
     } while (rc == 0 && after);
     buf_release(&path);
     return rc;

@@ -1,9 +1,9 @@
 /*
  * cli_wait: waiting for a job and turning its result into the CLI's exit status (the contract
  * in cli.h). Waiting polls GET /v1/jobs/{id}, a little slower the longer it waits; each poll
- * survives daemon outages up to --retry-for (cli_http.c). A job flagged `stalled` (issue 7) ends
- * the wait at once with CLI_STALLED even though it is still "running": CI should not hang on a
- * hung job. Single-threaded.
+ * survives daemon outages up to --retry-for (core/httpc.c). A job flagged `stalled` (issue 7)
+ * ends the wait at once with CLI_STALLED even though it is still "running": CI should not hang
+ * on a hung job. Single-threaded.
  */
 #include "server/cli/cli_args.h"
 #include "server/cli/cli_internal.h"

@@ -15,10 +15,10 @@
 #include "api/triggercfg.h"
 #include "core/clock.h"
 #include "core/crypto.h"
+#include "core/httpc.h"
 #include "core/jsonx.h"
 #include "core/log.h"
 #include "core/xalloc.h"
-#include "trigger/httpc.h"
 #include "trigger/jobtemplate.h"
 #include "store/templates.h"
 #include "store/triggers.h"
@@ -250,14 +250,15 @@ static void confirm_due(struct triggerloop *l)
     if (store_sns_due(l->st, clock_now_ns(), 8, &p, &n, &err) < 0 || n == 0)
         goto out;
     struct httpc_options ho = { .https_only = true, .ca_file = l->ca_file };
-    struct httpc *h = httpc_new(&ho);
+    struct httpc *h = httpc_new(&ho, NULL);
     for (size_t i = 0; i < n; i++) {
         struct httpc_response r;
         httpc_response_init(&r);
         struct err e;
         err_init(&e);
         char arn[256], msg[300];
-        int rc = httpc_get(h, p[i]->subscribe_url, &r, &e);
+        struct httpc_request rq = { .url = p[i]->subscribe_url };
+        int rc = httpc_do(h, &rq, &r, &e);
         bool ok = rc == 0 && r.status >= 200 && r.status < 300;
         subscription_arn(ok ? buf_cstr(&r.body) : "", arn, sizeof(arn));
         if (rc < 0)
