@@ -8,12 +8,17 @@
 #include <stdatomic.h>
 
 #include "api/routes.h"
+#include "core/prom.h"
 
 #define MAX_ROUTES 128
 #define NBUCKETS   12
 
 static const double bounds[NBUCKETS] = { 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                          0.1,   0.25,   0.5,   1,    2.5,   10 };
+/* The same bounds as the le labels a scraper has always seen (printf's %g). */
+static const char *const bound_text[NBUCKETS] = { "0.001", "0.0025", "0.005", "0.01",
+                                                  "0.025", "0.05",   "0.1",   "0.25",
+                                                  "0.5",   "1",      "2.5",   "10" };
 static const char *const classes[] = { "2xx", "3xx", "4xx", "5xx" };
 
 struct cell {
@@ -49,40 +54,34 @@ void apimetrics_submission(void)
     atomic_fetch_add_explicit(&submissions, 1, memory_order_relaxed);
 }
 
-static void write_cell(struct buf *out, const char *op, const char *cls, struct cell *c)
+static void write_cell(struct prom *p, const char *op, const char *cls, struct cell *c)
 {
     unsigned long long count = atomic_load(&c->count);
     if (!count)
         return;
     for (int i = 0; i < NBUCKETS; i++)
-        buf_printf(out,
-                   "trainyard_http_request_duration_seconds_bucket{operation=\"%s\","
-                   "code=\"%s\",le=\"%g\"} %llu\n",
-                   op, cls, bounds[i], (unsigned long long)atomic_load(&c->le[i]));
-    buf_printf(out,
-               "trainyard_http_request_duration_seconds_bucket{operation=\"%s\",code=\"%s\","
-               "le=\"+Inf\"} %llu\n"
-               "trainyard_http_request_duration_seconds_sum{operation=\"%s\",code=\"%s\"} %.9f\n"
-               "trainyard_http_request_duration_seconds_count{operation=\"%s\",code=\"%s\"} "
-               "%llu\n",
-               op, cls, count, op, cls, (double)atomic_load(&c->sum_ns) / 1e9, op, cls, count);
+        prom_sample(p, "_bucket", (double)atomic_load(&c->le[i]), "operation", op, "code", cls,
+                    "le", bound_text[i], NULL);
+    prom_sample(p, "_bucket", (double)count, "operation", op, "code", cls, "le", "+Inf", NULL);
+    prom_sample(p, "_sum", (double)atomic_load(&c->sum_ns) / 1e9, "operation", op, "code", cls,
+                NULL);
+    prom_sample(p, "_count", (double)count, "operation", op, "code", cls, NULL);
 }
 
 void apimetrics_write(struct buf *out)
 {
-    buf_printf(out,
-               "# HELP trainyard_job_submissions_total Jobs accepted by POST /v1/jobs.\n"
-               "# TYPE trainyard_job_submissions_total counter\n"
-               "trainyard_job_submissions_total %llu\n",
-               (unsigned long long)atomic_load(&submissions));
-    buf_puts(out, "# HELP trainyard_http_request_duration_seconds Time to answer API requests, "
-                  "by operation and status class (log follows excluded).\n"
-                  "# TYPE trainyard_http_request_duration_seconds histogram\n");
+    struct prom p;
+    prom_init(&p, out);
+    prom_scalar(&p, "trainyard_job_submissions_total", PROM_COUNTER,
+                "Jobs accepted by POST /v1/jobs.", (double)atomic_load(&submissions));
+    prom_family(&p, "trainyard_http_request_duration_seconds", PROM_HISTOGRAM,
+                "Time to answer API requests, by operation and status class (log follows "
+                "excluded).");
     size_t n = routes_count < MAX_ROUTES ? routes_count : MAX_ROUTES;
     for (size_t r = 0; r <= n; r++) {
         size_t row = r < n ? r : MAX_ROUTES;
         const char *op = r < n ? routes[r].operation_id : "unmatched";
         for (int k = 0; k < 4; k++)
-            write_cell(out, op, classes[k], &cells[row][k]);
+            write_cell(&p, op, classes[k], &cells[row][k]);
     }
 }

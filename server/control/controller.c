@@ -13,6 +13,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/prom.h"
 #include "core/xalloc.h"
 #include "server/health/health.h"
 
@@ -258,28 +259,22 @@ void controller_free(struct controller *c)
 void controller_metrics(struct controller *c, struct buf *out)
 {
     int64_t last = atomic_load(&c->last_reconcile);
-    buf_printf(out,
-               "# HELP trainyard_job_starts_total Job attempts started.\n"
-               "# TYPE trainyard_job_starts_total counter\ntrainyard_job_starts_total %llu\n"
-               "# HELP trainyard_job_restarts_total Jobs restarted after a rank failed.\n"
-               "# TYPE trainyard_job_restarts_total counter\ntrainyard_job_restarts_total %llu\n"
-               "# HELP trainyard_job_failures_total Jobs that failed.\n"
-               "# TYPE trainyard_job_failures_total counter\ntrainyard_job_failures_total %llu\n"
-               "# HELP trainyard_job_preemptions_total Jobs that ended preempted.\n"
-               "# TYPE trainyard_job_preemptions_total counter\n"
-               "trainyard_job_preemptions_total %llu\n"
-               "# HELP trainyard_job_stalls_total Running jobs flagged stalled.\n"
-               "# TYPE trainyard_job_stalls_total counter\ntrainyard_job_stalls_total %llu\n"
-               "# HELP trainyard_reconcile_lag_seconds Time since the last reconcile pass "
-               "ended.\n"
-               "# TYPE trainyard_reconcile_lag_seconds gauge\n"
-               "trainyard_reconcile_lag_seconds %.6f\n"
-               "# HELP trainyard_reconcile_duration_seconds Duration of the last reconcile "
-               "pass.\n"
-               "# TYPE trainyard_reconcile_duration_seconds gauge\n"
-               "trainyard_reconcile_duration_seconds %.6f\n",
-               (unsigned long long)c->starts, (unsigned long long)c->restarts,
-               (unsigned long long)c->failures, (unsigned long long)c->preemptions,
-               (unsigned long long)c->stalls, last ? (double)(clock_mono_ns() - last) / 1e9 : 0.0,
-               (double)atomic_load(&c->reconcile_ns) / 1e9);
+    struct prom p;
+    prom_init(&p, out);
+    prom_scalar(&p, "trainyard_job_starts_total", PROM_COUNTER, "Job attempts started.",
+                (double)c->starts);
+    prom_scalar(&p, "trainyard_job_restarts_total", PROM_COUNTER,
+                "Jobs restarted after a rank failed.", (double)c->restarts);
+    prom_scalar(&p, "trainyard_job_failures_total", PROM_COUNTER, "Jobs that failed.",
+                (double)c->failures);
+    prom_scalar(&p, "trainyard_job_preemptions_total", PROM_COUNTER, "Jobs that ended preempted.",
+                (double)c->preemptions);
+    prom_scalar(&p, "trainyard_job_stalls_total", PROM_COUNTER, "Running jobs flagged stalled.",
+                (double)c->stalls);
+    prom_scalar(&p, "trainyard_reconcile_lag_seconds", PROM_GAUGE,
+                "Time since the last reconcile pass ended.",
+                last ? (double)(clock_mono_ns() - last) / 1e9 : 0.0);
+    prom_scalar(&p, "trainyard_reconcile_duration_seconds", PROM_GAUGE,
+                "Duration of the last reconcile pass.",
+                (double)atomic_load(&c->reconcile_ns) / 1e9);
 }

@@ -14,6 +14,7 @@
 #include "core/httpc.h"
 #include "core/jsonx.h"
 #include "core/log.h"
+#include "core/prom.h"
 #include "core/xalloc.h"
 #include "server/diag/kinds.h"
 #include "server/health/health.h"
@@ -383,15 +384,12 @@ void dcgm_free(struct dcgm *d)
 
 void dcgm_metrics(struct dcgm *d, struct buf *out)
 {
-    int64_t last = atomic_load(&d->last_ok);
-    buf_printf(out,
-               "# HELP trainyard_dcgm_polls_total Queries of Prometheus for DCGM GPU metrics.\n"
-               "# TYPE trainyard_dcgm_polls_total counter\ntrainyard_dcgm_polls_total %llu\n"
-               "# HELP trainyard_dcgm_errors_total Queries that failed.\n"
-               "# TYPE trainyard_dcgm_errors_total counter\ntrainyard_dcgm_errors_total %llu\n"
-               "# HELP trainyard_dcgm_last_success_seconds Unix time of the last good query.\n"
-               "# TYPE trainyard_dcgm_last_success_seconds gauge\n"
-               "trainyard_dcgm_last_success_seconds %.3f\n",
-               (unsigned long long)atomic_load(&d->polls),
-               (unsigned long long)atomic_load(&d->errors), (double)last / 1e9);
+    struct prom p;
+    prom_init(&p, out);
+    prom_scalar(&p, "trainyard_dcgm_polls_total", PROM_COUNTER,
+                "Queries of Prometheus for DCGM GPU metrics.", (double)atomic_load(&d->polls));
+    prom_scalar(&p, "trainyard_dcgm_errors_total", PROM_COUNTER, "Queries that failed.",
+                (double)atomic_load(&d->errors));
+    prom_scalar(&p, "trainyard_dcgm_last_success_seconds", PROM_GAUGE,
+                "Unix time of the last good query.", (double)atomic_load(&d->last_ok) / 1e9);
 }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/prom.h"
 #include "core/linesplit.h"
 #include "core/log.h"
 #include "core/notify.h"
@@ -505,27 +506,18 @@ void collect_metrics(struct collect *c, struct buf *out)
     for (struct fsource *f = c->files; f; f = f->next)
         sources++;
     pthread_mutex_unlock(&c->lock);
-    buf_printf(out,
-               "# HELP trainyard_log_lines_ingested_total Log lines stored.\n"
-               "# TYPE trainyard_log_lines_ingested_total counter\n"
-               "trainyard_log_lines_ingested_total %llu\n"
-               "# HELP trainyard_log_bytes_ingested_total Log bytes stored.\n"
-               "# TYPE trainyard_log_bytes_ingested_total counter\n"
-               "trainyard_log_bytes_ingested_total %llu\n"
-               "# HELP trainyard_log_flushes_total Log transactions committed.\n"
-               "# TYPE trainyard_log_flushes_total counter\n"
-               "trainyard_log_flushes_total %llu\n"
-               "# HELP trainyard_log_store_errors_total Log flushes that failed.\n"
-               "# TYPE trainyard_log_store_errors_total counter\n"
-               "trainyard_log_store_errors_total %llu\n"
-               "# HELP trainyard_log_sources Rank log streams being followed.\n"
-               "# TYPE trainyard_log_sources gauge\ntrainyard_log_sources %d\n"
-               "# HELP trainyard_log_last_flush_seconds Duration of the last log commit.\n"
-               "# TYPE trainyard_log_last_flush_seconds gauge\n"
-               "trainyard_log_last_flush_seconds %.6f\n",
-               (unsigned long long)atomic_load(&c->lines_total),
-               (unsigned long long)atomic_load(&c->bytes_total),
-               (unsigned long long)atomic_load(&c->flushes_total),
-               (unsigned long long)atomic_load(&c->errors_total), sources,
-               (double)atomic_load(&c->last_flush_ns) / 1e9);
+    struct prom p;
+    prom_init(&p, out);
+    prom_scalar(&p, "trainyard_log_lines_ingested_total", PROM_COUNTER, "Log lines stored.",
+                (double)atomic_load(&c->lines_total));
+    prom_scalar(&p, "trainyard_log_bytes_ingested_total", PROM_COUNTER, "Log bytes stored.",
+                (double)atomic_load(&c->bytes_total));
+    prom_scalar(&p, "trainyard_log_flushes_total", PROM_COUNTER, "Log transactions committed.",
+                (double)atomic_load(&c->flushes_total));
+    prom_scalar(&p, "trainyard_log_store_errors_total", PROM_COUNTER, "Log flushes that failed.",
+                (double)atomic_load(&c->errors_total));
+    prom_scalar(&p, "trainyard_log_sources", PROM_GAUGE, "Rank log streams being followed.",
+                sources);
+    prom_scalar(&p, "trainyard_log_last_flush_seconds", PROM_GAUGE,
+                "Duration of the last log commit.", (double)atomic_load(&c->last_flush_ns) / 1e9);
 }

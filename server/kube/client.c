@@ -13,6 +13,7 @@
 
 #include "core/clock.h"
 #include "core/jsonx.h"
+#include "core/prom.h"
 #include "core/xalloc.h"
 #include "server/kube/auth.h"
 
@@ -580,30 +581,29 @@ void kube_client_free(struct kube_client *c)
 
 void kube_client_metrics(struct kube_client *c, struct buf *out)
 {
-    buf_puts(out, "# HELP trainyard_kube_requests_total Kubernetes API requests by verb and "
-                  "resource.\n# TYPE trainyard_kube_requests_total counter\n");
+    struct prom p;
+    prom_init(&p, out);
+    prom_family(&p, "trainyard_kube_requests_total", PROM_COUNTER,
+                "Kubernetes API requests by verb and resource.");
     pthread_mutex_lock(&c->mlock);
     for (size_t i = 0; i < c->nstats; i++)
         if (c->stats[i].code == 0)
-            buf_printf(out, "trainyard_kube_requests_total{verb=\"%s\",resource=\"%s\"} %llu\n",
-                       c->stats[i].verb, c->stats[i].res, (unsigned long long)c->stats[i].n);
-    buf_puts(out, "# HELP trainyard_kube_errors_total Kubernetes API requests that failed, by "
-                  "verb, resource and status (0: no response).\n"
-                  "# TYPE trainyard_kube_errors_total counter\n");
-    for (size_t i = 0; i < c->nstats; i++)
-        if (c->stats[i].code != 0)
-            buf_printf(out,
-                       "trainyard_kube_errors_total{verb=\"%s\",resource=\"%s\",code=\"%ld\"} "
-                       "%llu\n",
-                       c->stats[i].verb, c->stats[i].res,
-                       c->stats[i].code < 0 ? 0 : c->stats[i].code,
-                       (unsigned long long)c->stats[i].n);
+            prom_sample(&p, NULL, (double)c->stats[i].n, "verb", c->stats[i].verb, "resource",
+                        c->stats[i].res, NULL);
+    prom_family(&p, "trainyard_kube_errors_total", PROM_COUNTER,
+                "Kubernetes API requests that failed, by verb, resource and status (0: no "
+                "response).");
+    for (size_t i = 0; i < c->nstats; i++) {
+        char code[24];
+        if (c->stats[i].code == 0)
+            continue;
+        snprintf(code, sizeof(code), "%ld", c->stats[i].code < 0 ? 0 : c->stats[i].code);
+        prom_sample(&p, NULL, (double)c->stats[i].n, "verb", c->stats[i].verb, "resource",
+                    c->stats[i].res, "code", code, NULL);
+    }
     pthread_mutex_unlock(&c->mlock);
-    buf_printf(out,
-               "# HELP trainyard_kube_exec_plugin_runs_total Runs of the exec credential plugin.\n"
-               "# TYPE trainyard_kube_exec_plugin_runs_total counter\n"
-               "trainyard_kube_exec_plugin_runs_total %llu\n",
-               (unsigned long long)kube_auth_plugin_runs(c->auth));
+    prom_scalar(&p, "trainyard_kube_exec_plugin_runs_total", PROM_COUNTER,
+                "Runs of the exec credential plugin.", (double)kube_auth_plugin_runs(c->auth));
 }
 
 uint64_t kube_client_busy_ns(struct kube_client *c)

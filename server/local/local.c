@@ -29,6 +29,7 @@
 #include "server/local/cgroup.h"
 #include "core/clock.h"
 #include "core/jsonx.h"
+#include "core/prom.h"
 #include "core/xalloc.h"
 #include "server/local/local_internal.h"
 
@@ -301,15 +302,14 @@ static json_t *local_render(struct executor *ex, const json_t *spec, const char 
 static void local_metrics(struct executor *ex, struct buf *out)
 {
     struct local *l = LOCAL(ex);
-    buf_printf(out,
-               "# HELP trainyard_local_slots Rank slots of the local executor.\n"
-               "# TYPE trainyard_local_slots gauge\ntrainyard_local_slots %d\n"
-               "# HELP trainyard_local_slots_used Rank slots in use.\n"
-               "# TYPE trainyard_local_slots_used gauge\ntrainyard_local_slots_used %d\n"
-               "# HELP trainyard_local_ranks_started_total Rank processes started.\n"
-               "# TYPE trainyard_local_ranks_started_total counter\n"
-               "trainyard_local_ranks_started_total %llu\n",
-               l->opts.slots, atomic_load(&l->used), (unsigned long long)atomic_load(&l->spawned));
+    struct prom p;
+    prom_init(&p, out);
+    prom_scalar(&p, "trainyard_local_slots", PROM_GAUGE, "Rank slots of the local executor.",
+                l->opts.slots);
+    prom_scalar(&p, "trainyard_local_slots_used", PROM_GAUGE, "Rank slots in use.",
+                atomic_load(&l->used));
+    prom_scalar(&p, "trainyard_local_ranks_started_total", PROM_COUNTER, "Rank processes started.",
+                (double)atomic_load(&l->spawned));
 }
 
 static void local_free(struct executor *ex)

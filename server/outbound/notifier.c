@@ -21,6 +21,7 @@
 #include "job/jobstate.h"
 #include "core/jsonx.h"
 #include "core/log.h"
+#include "core/prom.h"
 #include "core/xalloc.h"
 #include "store/jobs.h"
 #include "store/webhooks.h"
@@ -500,14 +501,12 @@ void notifier_free(struct notifier *n)
 
 void notifier_metrics(struct notifier *n, struct buf *out)
 {
-    buf_printf(
-        out,
-        "# HELP trainyard_webhook_messages_total Webhook messages, by what happened.\n"
-        "# TYPE trainyard_webhook_messages_total counter\n"
-        "trainyard_webhook_messages_total{result=\"queued\"} %llu\n"
-        "trainyard_webhook_messages_total{result=\"delivered\"} %llu\n"
-        "trainyard_webhook_messages_total{result=\"retried\"} %llu\n"
-        "trainyard_webhook_messages_total{result=\"failed\"} %llu\n",
-        (unsigned long long)atomic_load(&n->queued), (unsigned long long)atomic_load(&n->delivered),
-        (unsigned long long)atomic_load(&n->retried), (unsigned long long)atomic_load(&n->failed));
+    struct prom p;
+    prom_init(&p, out);
+    prom_family(&p, "trainyard_webhook_messages_total", PROM_COUNTER,
+                "Webhook messages, by what happened.");
+    prom_sample(&p, NULL, (double)atomic_load(&n->queued), "result", "queued", NULL);
+    prom_sample(&p, NULL, (double)atomic_load(&n->delivered), "result", "delivered", NULL);
+    prom_sample(&p, NULL, (double)atomic_load(&n->retried), "result", "retried", NULL);
+    prom_sample(&p, NULL, (double)atomic_load(&n->failed), "result", "failed", NULL);
 }

@@ -18,6 +18,7 @@
 #include "core/httpc.h"
 #include "core/jsonx.h"
 #include "core/log.h"
+#include "core/prom.h"
 #include "core/xalloc.h"
 #include "trigger/jobtemplate.h"
 #include "store/templates.h"
@@ -359,20 +360,15 @@ void triggerloop_metrics(struct triggerloop *l, struct buf *out)
 {
     int64_t pending = 0;
     store_trigger_objects_pending(l->st, &pending, NULL);
-    buf_printf(out,
-               "# HELP trainyard_trigger_jobs_total Jobs from S3 hook deliveries, by outcome.\n"
-               "# TYPE trainyard_trigger_jobs_total counter\n"
-               "trainyard_trigger_jobs_total{outcome=\"submitted\"} %llu\n"
-               "trainyard_trigger_jobs_total{outcome=\"failed\"} %llu\n"
-               "trainyard_trigger_jobs_total{outcome=\"postponed\"} %llu\n"
-               "# HELP trainyard_trigger_jobs_pending Object versions waiting for their job.\n"
-               "# TYPE trainyard_trigger_jobs_pending gauge\n"
-               "trainyard_trigger_jobs_pending %lld\n"
-               "# HELP trainyard_sns_confirmations_total SNS subscriptions confirmed.\n"
-               "# TYPE trainyard_sns_confirmations_total counter\n"
-               "trainyard_sns_confirmations_total %llu\n",
-               (unsigned long long)atomic_load(&l->submitted),
-               (unsigned long long)atomic_load(&l->failed),
-               (unsigned long long)atomic_load(&l->retried), (long long)pending,
-               (unsigned long long)atomic_load(&l->confirmed));
+    struct prom p;
+    prom_init(&p, out);
+    prom_family(&p, "trainyard_trigger_jobs_total", PROM_COUNTER,
+                "Jobs from S3 hook deliveries, by outcome.");
+    prom_sample(&p, NULL, (double)atomic_load(&l->submitted), "outcome", "submitted", NULL);
+    prom_sample(&p, NULL, (double)atomic_load(&l->failed), "outcome", "failed", NULL);
+    prom_sample(&p, NULL, (double)atomic_load(&l->retried), "outcome", "postponed", NULL);
+    prom_scalar(&p, "trainyard_trigger_jobs_pending", PROM_GAUGE,
+                "Object versions waiting for their job.", (double)pending);
+    prom_scalar(&p, "trainyard_sns_confirmations_total", PROM_COUNTER,
+                "SNS subscriptions confirmed.", (double)atomic_load(&l->confirmed));
 }
