@@ -72,7 +72,8 @@ int store_node_unmark(struct store *st, const char *name, struct err *err)
     return store_write_wait(st, apply_unmark, (void *)name, err);
 }
 
-static struct node_mark *mark_from_row(sqlite3_stmt *s)
+/* Fills a slot of a mark list (a `struct node_mark *`) from a row. */
+static void mark_fill(void *slot, sqlite3_stmt *s)
 {
     struct node_mark *m = XNEW(struct node_mark);
     m->name = xstrdup(col_text(s, 0));
@@ -84,7 +85,12 @@ static struct node_mark *mark_from_row(sqlite3_stmt *s)
     m->created_by = xstrdup(col_text(s, 6));
     m->created_at = col_int(s, 7);
     m->updated_at = col_int(s, 8);
-    return m;
+    *(struct node_mark **)slot = m;
+}
+
+static void mark_drop(void *slot)
+{
+    node_mark_free(*(struct node_mark **)slot);
 }
 
 struct node_mark *store_node_mark_get(struct store *st, const char *name, struct err *err)
@@ -95,7 +101,9 @@ struct node_mark *store_node_mark_get(struct store *st, const char *name, struct
         return NULL;
     bind_text(s, ":name", name);
     int rc = sqlite3_step(s);
-    struct node_mark *m = rc == SQLITE_ROW ? mark_from_row(s) : NULL;
+    struct node_mark *m = NULL;
+    if (rc == SQLITE_ROW)
+        mark_fill(&m, s);
     sqlite3_reset(s);
     if (rc == SQLITE_DONE)
         err_set(err, ERR_NOT_FOUND, "node %s has no mark", name);
@@ -106,26 +114,9 @@ struct node_mark *store_node_mark_get(struct store *st, const char *name, struct
 
 int store_node_marks_list(struct store *st, struct node_mark ***out, size_t *n, struct err *err)
 {
-    *out = NULL;
-    *n = 0;
     struct conn *c = store_reader(st, err);
     sqlite3_stmt *s = c ? STMT(c, N_LIST, err) : NULL;
-    if (!s)
-        return -1;
-    size_t cap = 0;
-    int rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        XGROW(*out, *n, cap);
-        (*out)[(*n)++] = mark_from_row(s);
-    }
-    sqlite3_reset(s);
-    if (rc != SQLITE_DONE) {
-        node_marks_free(*out, *n);
-        *out = NULL;
-        *n = 0;
-        return sql_fail(c, err, "listing node marks");
-    }
-    return 0;
+    return sql_array(c, s, "listing node marks", sizeof(**out), mark_fill, mark_drop, out, n, err);
 }
 
 void node_mark_free(struct node_mark *m)
