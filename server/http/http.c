@@ -2,8 +2,8 @@
  * http: the daemon's HTTP(S) listener (see http.h): the listen address, the libmicrohttpd
  * daemon and its options, TLS certificates (loaded at start, reloaded on SIGHUP by handing the
  * listening socket to a new daemon), and the stop. What happens to each request is
- * http_exchange.c. The daemon's main thread calls every function here; struct http is shared
- * with MHD's handler threads under h->lock (http_internal.h).
+ * http_exchange.c, which keeps the requests in flight to itself (http_internal.h). The
+ * daemon's main thread calls every function here and is the only one to touch struct http.
  */
 #include "server/http/http.h"
 
@@ -17,6 +17,14 @@
 #include "core/log.h"
 #include "core/xalloc.h"
 #include "server/http/http_internal.h"
+
+struct http {
+    struct MHD_Daemon *mhd;
+    struct http_options opts;
+    char address[96];
+    char *tls_cert, *tls_key, *tls_ca; /* PEM text kept alive for MHD */
+    struct http_exchanges *exchanges;  /* MHD's handlers' state (cls) */
+};
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
@@ -143,8 +151,8 @@ static struct MHD_Daemon *start_daemon(struct http *h, const struct sockaddr_sto
             opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_TRUST, 0, h->tls_ca };
     }
     opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
-    return MHD_start_daemon(flags, 0, NULL, NULL, http_on_request, h, MHD_OPTION_ARRAY, opts,
-                            MHD_OPTION_END);
+    return MHD_start_daemon(flags, 0, NULL, NULL, http_on_request, h->exchanges, MHD_OPTION_ARRAY,
+                            opts, MHD_OPTION_END);
 }
 
 static void describe_address(struct http *h, const struct sockaddr_storage *ss)
@@ -168,11 +176,10 @@ struct http *http_start(struct api *api, const struct http_options *opts, struct
     if (parse_listen(opts->listen, &ss, &len, err) < 0)
         return NULL;
     struct http *h = XNEW(struct http);
-    h->api = api;
     h->opts = *opts;
-    pthread_mutex_init(&h->lock, NULL);
     if (load_tls(h, err) < 0)
         goto fail;
+    h->exchanges = http_exchanges_new(api, opts->max_body_bytes, h->tls_ca != NULL);
     h->mhd = start_daemon(h, &ss, -1);
     if (!h->mhd) {
         err_set(err, ERR_UNAVAILABLE, "cannot listen on %s (address in use, or not local?)",
@@ -185,7 +192,7 @@ fail:
     free(h->tls_cert);
     free(h->tls_key);
     free(h->tls_ca);
-    pthread_mutex_destroy(&h->lock);
+    http_exchanges_free(h->exchanges);
     free(h);
     return NULL;
 }
@@ -229,11 +236,9 @@ int http_reload_tls(struct http *h, struct err *err)
         free(key);
         return err_set(err, ERR_INTERNAL, "cannot restart the listener with the new certificate");
     }
-    http_resume_all(h);
+    http_exchanges_resume_all(h->exchanges);
     MHD_stop_daemon(old);
-    pthread_mutex_lock(&h->lock);
-    h->stopping = false;
-    pthread_mutex_unlock(&h->lock);
+    http_exchanges_go_on(h->exchanges);
     free(old_cert);
     free(old_key);
     return 0;
@@ -243,11 +248,11 @@ void http_stop(struct http *h)
 {
     if (!h)
         return;
-    http_resume_all(h);
+    http_exchanges_resume_all(h->exchanges);
     MHD_stop_daemon(h->mhd);
     free(h->tls_cert);
     free(h->tls_key);
     free(h->tls_ca);
-    pthread_mutex_destroy(&h->lock);
+    http_exchanges_free(h->exchanges);
     free(h);
 }

@@ -24,8 +24,19 @@
 #include "core/xalloc.h"
 #include "server/http/http_internal.h"
 
+/* The requests MHD must be told about before it stops (http_internal.h). */
+struct http_exchanges {
+    struct api *api;
+    size_t max_body_bytes;
+    bool client_certs;     /* a request must bring a certificate the client CA signed */
+    pthread_mutex_t lock;  /* guards the rest: MHD's threads and the main thread */
+    struct exchange *list; /* suspended or streaming */
+    int deferred;          /* deferred responses not yet complete */
+    bool stopping;
+};
+
 struct exchange {
-    struct http *http;
+    struct http_exchanges *xs;
     struct MHD_Connection *conn;
     struct request req;
     struct response res;
@@ -78,13 +89,13 @@ static void query_each(struct request *req, void (*fn)(void *, const char *, con
 
 static void link_exchange(struct exchange *x)
 {
-    struct http *h = x->http;
+    struct http_exchanges *h = x->xs;
     pthread_mutex_lock(&h->lock);
     if (!x->linked) {
-        x->next = h->exchanges;
-        if (h->exchanges)
-            h->exchanges->prev = x;
-        h->exchanges = x;
+        x->next = h->list;
+        if (h->list)
+            h->list->prev = x;
+        h->list = x;
         x->linked = true;
     }
     pthread_mutex_unlock(&h->lock);
@@ -92,13 +103,13 @@ static void link_exchange(struct exchange *x)
 
 static void unlink_exchange(struct exchange *x)
 {
-    struct http *h = x->http;
+    struct http_exchanges *h = x->xs;
     pthread_mutex_lock(&h->lock);
     if (x->linked) {
         if (x->prev)
             x->prev->next = x->next;
         else
-            h->exchanges = x->next;
+            h->list = x->next;
         if (x->next)
             x->next->prev = x->prev;
         x->linked = false;
@@ -138,9 +149,9 @@ static void complete(struct request *req)
     pthread_mutex_lock(&x->lock);
     x->ready = true;
     pthread_mutex_unlock(&x->lock);
-    pthread_mutex_lock(&x->http->lock);
-    x->http->deferred--;
-    pthread_mutex_unlock(&x->http->lock);
+    pthread_mutex_lock(&x->xs->lock);
+    x->xs->deferred--;
+    pthread_mutex_unlock(&x->xs->lock);
     wake(x);
 }
 
@@ -181,7 +192,7 @@ static ssize_t read_stream(void *cls, uint64_t pos, char *buf, size_t max)
         return n;
     if (n == STREAM_END)
         return MHD_CONTENT_READER_END_OF_STREAM;
-    if (n == STREAM_ERROR || x->http->stopping || peer_closed(x))
+    if (n == STREAM_ERROR || x->xs->stopping || peer_closed(x))
         return MHD_CONTENT_READER_END_WITH_ERROR;
     suspend(x);
     return 0;
@@ -223,7 +234,7 @@ static enum MHD_Result send_response(struct exchange *x)
 static void prepare_request(struct exchange *x, const char *method, const char *url)
 {
     struct request *req = &x->req;
-    req->api = x->http->api;
+    req->api = x->xs->api;
     req->method = method_of(method);
     snprintf(x->path, sizeof(x->path), "%s", url);
     req->path = x->path;
@@ -239,7 +250,7 @@ static void prepare_request(struct exchange *x, const char *method, const char *
 /* With --tls-client-ca, the client must have presented a certificate that CA signed. */
 static bool client_cert_ok(struct exchange *x)
 {
-    if (!x->http->tls_ca)
+    if (!x->xs->client_certs)
         return true;
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(x->conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
@@ -260,17 +271,17 @@ static void handle(struct exchange *x, const char *method, const char *url)
         problem(&x->req, &x->res, ERR_METHOD, "method %s is not supported", method);
     } else if (x->too_large) {
         problem(&x->req, &x->res, ERR_TOO_LARGE, "the request body is larger than %zu bytes",
-                x->http->opts.max_body_bytes);
+                x->xs->max_body_bytes);
     } else {
         api_handle(&x->req, &x->res);
     }
 }
 
 /* The exchange of a request whose headers just arrived (freed by http_on_completed). */
-static struct exchange *exchange_new(struct http *h, struct MHD_Connection *conn)
+static struct exchange *exchange_new(struct http_exchanges *h, struct MHD_Connection *conn)
 {
     struct exchange *x = XNEW(struct exchange);
-    x->http = h;
+    x->xs = h;
     x->conn = conn;
     x->started = clock_mono_ns();
     pthread_mutex_init(&x->lock, NULL);
@@ -290,7 +301,7 @@ static struct exchange *exchange_new(struct http *h, struct MHD_Connection *conn
 /* Suspends the connection and starts the handler's deferred work, which calls complete(). */
 static void defer(struct exchange *x)
 {
-    struct http *h = x->http;
+    struct http_exchanges *h = x->xs;
     pthread_mutex_lock(&h->lock);
     h->deferred++;
     pthread_mutex_unlock(&h->lock);
@@ -304,7 +315,7 @@ enum MHD_Result http_on_request(void *cls, struct MHD_Connection *conn, const ch
                                 size_t *upload_size, void **req_cls)
 {
     (void)version;
-    struct http *h = cls;
+    struct http_exchanges *h = cls;
     struct exchange *x = *req_cls;
     if (!x) {
         /* First call: headers only. Queueing now would cost keep-alive (see the top). */
@@ -312,7 +323,7 @@ enum MHD_Result http_on_request(void *cls, struct MHD_Connection *conn, const ch
         return MHD_YES;
     }
     if (*upload_size > 0) {
-        if (x->body.len + *upload_size > h->opts.max_body_bytes)
+        if (x->body.len + *upload_size > h->max_body_bytes)
             x->too_large = true;
         else
             buf_append(&x->body, upload_data, *upload_size);
@@ -360,7 +371,32 @@ void http_on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     *req_cls = NULL;
 }
 
-void http_resume_all(struct http *h)
+struct http_exchanges *http_exchanges_new(struct api *api, size_t max_body_bytes, bool client_certs)
+{
+    struct http_exchanges *h = XNEW(struct http_exchanges);
+    h->api = api;
+    h->max_body_bytes = max_body_bytes;
+    h->client_certs = client_certs;
+    pthread_mutex_init(&h->lock, NULL);
+    return h;
+}
+
+void http_exchanges_free(struct http_exchanges *h)
+{
+    if (!h)
+        return;
+    pthread_mutex_destroy(&h->lock);
+    free(h);
+}
+
+void http_exchanges_go_on(struct http_exchanges *h)
+{
+    pthread_mutex_lock(&h->lock);
+    h->stopping = false;
+    pthread_mutex_unlock(&h->lock);
+}
+
+void http_exchanges_resume_all(struct http_exchanges *h)
 {
     for (int i = 0; i < 10000; i++) {
         pthread_mutex_lock(&h->lock);
@@ -372,7 +408,7 @@ void http_resume_all(struct http *h)
     }
     pthread_mutex_lock(&h->lock);
     h->stopping = true;
-    for (struct exchange *x = h->exchanges; x; x = x->next)
+    for (struct exchange *x = h->list; x; x = x->next)
         wake(x);
     pthread_mutex_unlock(&h->lock);
 }
