@@ -1,7 +1,8 @@
 /*
- * cli_internal: what the CLI's files share: the parsed command line, the context every command
- * gets (HTTP client, output mode), the request helpers that turn answers into exit statuses,
- * and one entry point per command. Not for use outside server/cli*.c.
+ * cli_internal: what the CLI's files share: the context every command gets (its parsed options,
+ * the HTTP client, the output mode; cli.c fills it, the commands only read it), the request
+ * helpers that turn answers into exit statuses, and one entry point per command. Not for use
+ * outside server/cli/.
  */
 #ifndef TY_CLI_INTERNAL_H
 #define TY_CLI_INTERNAL_H
@@ -11,32 +12,9 @@
 #include <stdint.h>
 
 #include "server/cli/cli.h"
+#include "server/cli/cli_args.h"
 #include "core/buf.h"
 #include "core/httpc.h"
-
-#define CLI_MAX_SETS 128
-#define CLI_MAX_POS  4
-
-/* Every option of every command; which command takes which is in cli.c's table. Strings are
- * borrowed from argv. */
-struct cli_args {
-    const char *command;
-    const char *pos[CLI_MAX_POS];
-    size_t npos;
-    /* global */
-    const char *url, *token, *config, *output, *cacert, *retry_for;
-    bool help, quiet;
-    /* submit */
-    const char *sets[CLI_MAX_SETS];
-    size_t nsets;
-    const char *template_name, *idempotency_key, *timeout;
-    bool dry_run, follow, wait;
-    /* jobs */
-    const char *state, *selector, *name, *limit;
-    /* logs */
-    const char *rank, *grep, *tail, *stream;
-    bool strip_ansi, timestamps;
-};
 
 struct cli {
     struct cli_args a;
