@@ -1,7 +1,9 @@
 /*
- * collect_internal: the collector's state, shared by collect.c (the collector thread and its
- * rounds) and collect_sources.c (the struct log_sources entry points executors call). Not for
- * use outside these two files. `lock` guards the source lists and the pushed queue.
+ * collect_internal: the collector's state. collect.c (the collector thread and its rounds) and
+ * collect_sources.c (the struct log_sources entry points executors call) are one module in two
+ * files: the sources add to the file list and the pushed queue that each round walks, takes
+ * from and puts back to, all under `lock`, so both see struct collect whole. Not for use
+ * outside these two files.
  */
 #ifndef TY_COLLECT_INTERNAL_H
 #define TY_COLLECT_INTERNAL_H

@@ -1,9 +1,10 @@
 /*
- * local_internal: the local executor's state, shared by local.c (the executor interface:
- * capacity, start, stop, polling ranks and reporting how they ended) and local_rank.c (rank
- * processes: starting a rank's shim, adopting one a previous daemon started). Not for use
- * outside these two files; everything here runs on the controller thread, except that
- * metrics() reads the atomic counters from HTTP threads.
+ * local_internal: the local executor's state. local.c (the executor interface: capacity, start,
+ * stop, polling ranks and reporting how they ended) and local_rank.c (rank processes: starting
+ * a rank's shim, adopting one a previous daemon started) are one module in two files: both
+ * keep the list of ranks and read the options, paths and counters, so they share struct local
+ * whole. Not for use outside these two files; everything here runs on the controller thread,
+ * except that metrics() reads the atomic counters from HTTP threads.
  */
 #ifndef TY_LOCAL_INTERNAL_H
 #define TY_LOCAL_INTERNAL_H
