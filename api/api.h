@@ -71,7 +71,7 @@ struct api_limits {
 };
 
 /* Calls from the API into the daemon, set by server/daemon/main.c. Each may be NULL. */
-struct api_hooks {
+struct api_daemon {
     void *ctx;
     void (*job_changed)(void *ctx, int64_t job_pk); /* a job was created, cancelled, resumed */
     /* Renders the executor object a spec would create (dry run); new reference or NULL+err. */
@@ -96,7 +96,7 @@ struct api {
     struct store *store;
     struct notify *notify; /* wakes log followers when lines arrive */
     struct api_limits limits;
-    struct api_hooks hooks;
+    struct api_daemon daemon; /* calls into the daemon */
     bool auth_enabled;
     const char *default_executor;
     bool local_enabled;

@@ -184,8 +184,8 @@ static void recorded(void *ctx, int rc, struct err *err)
     if (rc < 0)
         log_error("hook %s: cannot record the delivery: %s", dv->req->request_id, err->msg);
     bool work = dv->out.nnew > 0 || (dv->d.sns_subscribe_url && !dv->out.duplicate);
-    if (rc == 0 && work && api->hooks.triggers_pending)
-        api->hooks.triggers_pending(api->hooks.ctx);
+    if (rc == 0 && work && api->daemon.triggers_pending)
+        api->daemon.triggers_pending(api->daemon.ctx);
     request_complete(dv->req);
 }
 

@@ -1,7 +1,7 @@
 /*
  * jobs: the job routes, and jobs_submission_*() (api/jobs.h), the one path that creates jobs.
  * Handlers validate and record; they never start, stop or wait for processes or pods:
- * api->hooks.job_changed() wakes the daemon's reconcile loop, which does. Job creation is
+ * api->daemon.job_changed() wakes the daemon's reconcile loop, which does. Job creation is
  * group-committed: the handler defers, the store writer commits a batch of submissions at once
  * and completes each request after COMMIT; the body is built on an HTTP thread (res->finish).
  */
@@ -55,8 +55,8 @@ void jobs_submission_free(struct submission *s)
 
 static void notify_changed(struct api *api, int64_t pk)
 {
-    if (api->hooks.job_changed)
-        api->hooks.job_changed(api->hooks.ctx, pk);
+    if (api->daemon.job_changed)
+        api->daemon.job_changed(api->daemon.ctx, pk);
 }
 
 /* The response for a new job, built from what was just committed (no read back). */
@@ -239,8 +239,8 @@ static void dry_run(struct request *req, struct response *res, const json_t *doc
     struct spec_options opts = spec_options(req->api);
     json_t *spec = spec_validate(doc, &opts, &err);
     json_t *out = spec ? json_pack("{s:O}", "spec", spec) : NULL;
-    if (spec && req->api->hooks.dry_run) {
-        json_t *obj = req->api->hooks.dry_run(req->api->hooks.ctx, spec, "dry-run", &err);
+    if (spec && req->api->daemon.dry_run) {
+        json_t *obj = req->api->daemon.dry_run(req->api->daemon.ctx, spec, "dry-run", &err);
         if (obj)
             json_object_set_new(out, "object", obj);
     }
@@ -591,8 +591,8 @@ void jobs_delete(struct request *req, struct response *res)
         problem_respond(req, res, &err);
     } else {
         audit(req, "job.delete", j->id);
-        if (req->api->hooks.job_deleted)
-            req->api->hooks.job_deleted(req->api->hooks.ctx, j->id);
+        if (req->api->daemon.job_deleted)
+            req->api->daemon.job_deleted(req->api->daemon.ctx, j->id);
         res->status = 204;
     }
     err_release(&err);

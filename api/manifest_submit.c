@@ -20,12 +20,12 @@ static bool manifest_accepted(struct request *req, struct response *res, const j
                                  .local_enabled = api->local_enabled,
                                  .kubernetes_enabled = api->kubernetes_enabled,
                                  .local_slots = api->local_slots };
-    json_t *spec = req->api->hooks.dry_run ? spec_validate(doc, &opts, NULL) : NULL;
+    json_t *spec = req->api->daemon.dry_run ? spec_validate(doc, &opts, NULL) : NULL;
     if (!spec)
         return true; /* no hook, or the submission reports the spec's problems */
     struct err err;
     err_init(&err);
-    json_t *obj = req->api->hooks.dry_run(req->api->hooks.ctx, spec, "dry-run", &err);
+    json_t *obj = req->api->daemon.dry_run(req->api->daemon.ctx, spec, "dry-run", &err);
     bool ok =
         obj || err.code == ERR_UPSTREAM || err.code == ERR_TIMEOUT || err.code == ERR_UNAVAILABLE;
     if (!ok)

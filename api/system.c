@@ -149,6 +149,6 @@ void system_metrics(struct request *req, struct response *res)
                     "Log lines retention dropped, over the jobs still stored.", (double)dropped);
     }
     apimetrics_write(&res->body);
-    if (api->hooks.metrics)
-        api->hooks.metrics(api->hooks.ctx, &res->body);
+    if (api->daemon.metrics)
+        api->daemon.metrics(api->daemon.ctx, &res->body);
 }

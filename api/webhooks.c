@@ -280,8 +280,8 @@ void webhooks_test(struct request *req, struct response *res)
     if (store_outbox_add(req->api->store, &m, 1, 0, 0, now, &err) < 0) {
         problem_respond(req, res, &err);
     } else {
-        if (req->api->hooks.webhooks_pending)
-            req->api->hooks.webhooks_pending(req->api->hooks.ctx);
+        if (req->api->daemon.webhooks_pending)
+            req->api->daemon.webhooks_pending(req->api->daemon.ctx);
         json_t *o = json_pack("{s:s,s:s,s:b}", "message_id", msg_id, "event", "webhook.test",
                               "queued", true);
         if (!w->enabled)

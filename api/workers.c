@@ -3,7 +3,7 @@
  * "Daemon contract"): heartbeats with the metrics queued since the last one, and the preflight
  * report. Both need the job's worker token (or an admin's). The handler validates, stores what
  * is the store's (metric points, the preflight event, the node mark of a failed preflight) and
- * hands the report to the daemon (api->hooks.rank_report), which records liveness and fails a
+ * hands the report to the daemon (api->daemon.rank_report), which records liveness and fails a
  * rank whose preflight failed.
  */
 #include <math.h>
@@ -124,9 +124,9 @@ void ranks_heartbeat(struct request *req, struct response *res)
         problem_respond(req, res, &err);
         goto out;
     }
-    if (req->api->hooks.rank_report)
-        req->api->hooks.rank_report(req->api->hooks.ctx, j->pk, j->attempt, rank, "heartbeat",
-                                    body);
+    if (req->api->daemon.rank_report)
+        req->api->daemon.rank_report(req->api->daemon.ctx, j->pk, j->attempt, rank, "heartbeat",
+                                     body);
     response_json_new(res, 200, json_pack("{s:i}", "accepted", (int)n));
 out:
     err_release(&err);
@@ -213,9 +213,9 @@ void ranks_preflight(struct request *req, struct response *res)
     bool marked = !json_is_true(ok) && node[0];
     if (marked)
         mark_node(req, j, node, text);
-    if (req->api->hooks.rank_report)
-        req->api->hooks.rank_report(req->api->hooks.ctx, j->pk, j->attempt, rank, "preflight",
-                                    body);
+    if (req->api->daemon.rank_report)
+        req->api->daemon.rank_report(req->api->daemon.ctx, j->pk, j->attempt, rank, "preflight",
+                                     body);
     json_t *o = json_pack("{s:b,s:b}", "ok", json_is_true(ok), "node_marked", marked);
     jsonx_set_str(o, "node", node[0] ? node : NULL);
     response_json_new(res, 200, o);

@@ -368,15 +368,15 @@ static void setup_api(struct daemon *d)
     a->kubernetes_enabled = d->kube != NULL;
     a->local_slots = d->cfg.local_slots;
     a->started_at = clock_now_ns();
-    a->hooks = (struct api_hooks){ .ctx = d,
-                                   .job_changed = hook_job_changed,
-                                   .job_deleted = hook_job_deleted,
-                                   .dry_run = hook_dry_run,
-                                   .nodes = hook_nodes,
-                                   .metrics = hook_metrics,
-                                   .rank_report = hook_rank_report,
-                                   .triggers_pending = hook_triggers_pending,
-                                   .webhooks_pending = hook_webhooks_pending };
+    a->daemon = (struct api_daemon){ .ctx = d,
+                                     .job_changed = hook_job_changed,
+                                     .job_deleted = hook_job_deleted,
+                                     .dry_run = hook_dry_run,
+                                     .nodes = hook_nodes,
+                                     .metrics = hook_metrics,
+                                     .rank_report = hook_rank_report,
+                                     .triggers_pending = hook_triggers_pending,
+                                     .webhooks_pending = hook_webhooks_pending };
     a->sns = d->sns;
     a->hook_max_body = (size_t)d->cfg.hook_max_body;
     ratelimit_init(a);
