@@ -118,9 +118,9 @@ static struct result run(const char *logdir, enum mode mode)
     struct notify *nt = notify_new();
     struct collect_options co = { .max_bytes = INT64_MAX, .max_age_ns = INT64_MAX };
     if (h)
-        co.hooks = (struct collect_hooks){ .ctx = h, .lines = health_lines };
+        co.stored = (struct collect_stored){ .ctx = h, .lines = health_lines };
     else if (d)
-        co.hooks = (struct collect_hooks){ .ctx = d, .lines = feed_only };
+        co.stored = (struct collect_stored){ .ctx = d, .lines = feed_only };
     struct collect *c = collect_new(st, nt, &co);
     struct log_sources src = collect_sources(c);
     for (int r = 0; r < NRANKS; r++) {

@@ -313,8 +313,8 @@ static int start_executors(struct daemon *d, struct err *err)
     struct collect_options co = { .max_bytes = d->cfg.log_max_bytes,
                                   .max_age_ns = d->cfg.log_max_age_ns,
                                   .poll_ns = d->cfg.log_poll_ns,
-                                  .hooks = { .ctx = d->health,
-                                             .lines = d->cfg.diagnosis ? health_lines : NULL } };
+                                  .stored = { .ctx = d->health,
+                                              .lines = d->cfg.diagnosis ? health_lines : NULL } };
     d->collect = collect_new(d->store, d->notify, &co);
     struct local_options lo = { .data_dir = d->cfg.data_dir,
                                 .slots = d->cfg.local_slots,

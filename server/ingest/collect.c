@@ -242,8 +242,8 @@ static void after_commit(struct collect *c, struct log_append *apps)
         lines += c->jobs[i].n;
         for (size_t k = 0; k < c->jobs[i].n; k++)
             bytes += c->jobs[i].lines[k].len;
-        if (c->jobs[i].n && c->opts.hooks.lines)
-            c->opts.hooks.lines(c->opts.hooks.ctx, c->jobs[i].job_pk, apps[i].lines, apps[i].n);
+        if (c->jobs[i].n && c->opts.stored.lines)
+            c->opts.stored.lines(c->opts.stored.ctx, c->jobs[i].job_pk, apps[i].lines, apps[i].n);
         notify_key(c->notify, c->jobs[i].job_pk);
     }
     atomic_fetch_add(&c->lines_total, lines);
