@@ -29,7 +29,7 @@
 #include "job/spec.h"
 
 struct store;
-struct notify;
+struct wakeups;
 struct sns_verifier;
 
 enum http_method {
@@ -94,7 +94,7 @@ struct api_daemon {
 
 struct api {
     struct store *store;
-    struct notify *notify; /* wakes log followers when lines arrive */
+    struct wakeups *wakeups; /* wakes log followers when lines arrive */
     struct api_limits limits;
     struct api_daemon daemon; /* calls into the daemon */
     bool auth_enabled;

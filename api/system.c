@@ -6,7 +6,7 @@
 #include "api/assets.h"
 #include "api/handlers.h"
 #include "core/clock.h"
-#include "core/notify.h"
+#include "core/wakeups.h"
 #include "core/prom.h"
 #include "store/jobs.h"
 #include "store/metrics.h"
@@ -138,9 +138,9 @@ void system_metrics(struct request *req, struct response *res)
                 "SQLite's heap, mostly page caches (bounded).", (double)st.sqlite_memory_bytes);
     prom_scalar(&p, "trainyard_log_cache_bytes", PROM_GAUGE,
                 "Newest log lines kept in memory (bounded).", (double)st.log_cache_bytes);
-    if (api->notify)
+    if (api->wakeups)
         prom_scalar(&p, "trainyard_log_followers", PROM_GAUGE, "Clients following logs now.",
-                    notify_count(api->notify));
+                    wakeups_count(api->wakeups));
     int64_t lines, dropped;
     if (store_log_totals(api->store, &lines, &dropped, NULL) == 0) {
         prom_scalar(&p, "trainyard_log_lines_stored", PROM_GAUGE, "Log lines kept in the database.",

@@ -1,31 +1,31 @@
-/* notify: a hashed registry of waiters guarded by one mutex. */
-#include "core/notify.h"
+/* wakeups: a hashed registry of waiters guarded by one mutex. */
+#include "core/wakeups.h"
 
 #include <pthread.h>
 
 #include "core/xalloc.h"
 
-#define NOTIFY_BUCKETS 256
+#define WAKEUPS_BUCKETS 256
 
-struct notify {
+struct wakeups {
     pthread_mutex_t lock;
-    struct notify_waiter *buckets[NOTIFY_BUCKETS];
+    struct wakeup *buckets[WAKEUPS_BUCKETS];
     int count;
 };
 
 static size_t bucket_of(int64_t key)
 {
-    return (size_t)((uint64_t)key * 11400714819323198485ULL >> 56) % NOTIFY_BUCKETS;
+    return (size_t)((uint64_t)key * 11400714819323198485ULL >> 56) % WAKEUPS_BUCKETS;
 }
 
-struct notify *notify_new(void)
+struct wakeups *wakeups_new(void)
 {
-    struct notify *n = XNEW(struct notify);
+    struct wakeups *n = XNEW(struct wakeups);
     pthread_mutex_init(&n->lock, NULL);
     return n;
 }
 
-void notify_free(struct notify *n)
+void wakeups_free(struct wakeups *n)
 {
     if (!n)
         return;
@@ -33,11 +33,11 @@ void notify_free(struct notify *n)
     free(n);
 }
 
-void notify_add(struct notify *n, struct notify_waiter *w)
+void wakeups_add(struct wakeups *n, struct wakeup *w)
 {
     pthread_mutex_lock(&n->lock);
     if (!w->added) {
-        struct notify_waiter **head = &n->buckets[bucket_of(w->key)];
+        struct wakeup **head = &n->buckets[bucket_of(w->key)];
         w->prev = NULL;
         w->next = *head;
         if (*head)
@@ -49,7 +49,7 @@ void notify_add(struct notify *n, struct notify_waiter *w)
     pthread_mutex_unlock(&n->lock);
 }
 
-void notify_remove(struct notify *n, struct notify_waiter *w)
+void wakeups_remove(struct wakeups *n, struct wakeup *w)
 {
     pthread_mutex_lock(&n->lock);
     if (w->added) {
@@ -65,25 +65,25 @@ void notify_remove(struct notify *n, struct notify_waiter *w)
     pthread_mutex_unlock(&n->lock);
 }
 
-void notify_key(struct notify *n, int64_t key)
+void wakeups_key(struct wakeups *n, int64_t key)
 {
     pthread_mutex_lock(&n->lock);
-    for (struct notify_waiter *w = n->buckets[bucket_of(key)]; w; w = w->next)
+    for (struct wakeup *w = n->buckets[bucket_of(key)]; w; w = w->next)
         if (w->key == key)
             w->fn(w->ctx);
     pthread_mutex_unlock(&n->lock);
 }
 
-void notify_all(struct notify *n)
+void wakeups_all(struct wakeups *n)
 {
     pthread_mutex_lock(&n->lock);
-    for (size_t b = 0; b < NOTIFY_BUCKETS; b++)
-        for (struct notify_waiter *w = n->buckets[b]; w; w = w->next)
+    for (size_t b = 0; b < WAKEUPS_BUCKETS; b++)
+        for (struct wakeup *w = n->buckets[b]; w; w = w->next)
             w->fn(w->ctx);
     pthread_mutex_unlock(&n->lock);
 }
 
-int notify_count(struct notify *n)
+int wakeups_count(struct wakeups *n)
 {
     pthread_mutex_lock(&n->lock);
     int c = n->count;

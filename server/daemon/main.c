@@ -21,7 +21,7 @@
 #include "server/health/health.h"
 #include "core/clock.h"
 #include "core/log.h"
-#include "core/notify.h"
+#include "core/wakeups.h"
 #include "core/xalloc.h"
 #include "server/http/http.h"
 #include "server/kube/kube.h"
@@ -39,7 +39,7 @@
 struct daemon {
     struct config cfg;
     struct store *store;
-    struct notify *notify;
+    struct wakeups *wakeups;
     struct collect *collect;
     struct health *health;
     struct dcgm *dcgm;
@@ -315,7 +315,7 @@ static int start_executors(struct daemon *d, struct err *err)
                                   .poll_ns = d->cfg.log_poll_ns,
                                   .stored = { .ctx = d->health,
                                               .lines = d->cfg.diagnosis ? health_lines : NULL } };
-    d->collect = collect_new(d->store, d->notify, &co);
+    d->collect = collect_new(d->store, d->wakeups, &co);
     struct local_options lo = { .data_dir = d->cfg.data_dir,
                                 .slots = d->cfg.local_slots,
                                 .max_line = d->cfg.log_max_line,
@@ -360,7 +360,7 @@ static void setup_api(struct daemon *d)
 {
     struct api *a = &d->api;
     a->store = d->store;
-    a->notify = d->notify;
+    a->wakeups = d->wakeups;
     a->limits = d->cfg.limits;
     a->auth_enabled = d->cfg.auth;
     a->default_executor = d->cfg.executor;
@@ -452,7 +452,7 @@ static void teardown(struct daemon *d)
         store_tokens_flush(d->store, NULL);
     store_close(d->store);
     ratelimit_release(&d->api);
-    notify_free(d->notify);
+    wakeups_free(d->wakeups);
     config_release(&d->cfg);
 }
 
@@ -470,7 +470,7 @@ static int cmd_serve(int argc, char **argv)
     if (rc == 0 && log_parse_level(d.cfg.log_level, &level) == 0)
         log_set_level(level);
     int sigfd = rc == 0 && check_listener(&d.cfg, &err) == 0 ? signals_open(&err) : -1;
-    d.notify = notify_new();
+    d.wakeups = wakeups_new();
     if (sigfd < 0 || open_store(&d, &err) < 0 || bootstrap_admin(&d, &err) < 0 ||
         (open_triggers(&d), start_executors(&d, &err)) < 0) {
         fprintf(stderr, "trainyard: %s\n", err.msg);

@@ -18,7 +18,7 @@
 #include "core/prom.h"
 #include "core/linesplit.h"
 #include "core/log.h"
-#include "core/notify.h"
+#include "core/wakeups.h"
 #include "core/parse.h"
 #include "core/xalloc.h"
 #include "store/logs.h"
@@ -244,7 +244,7 @@ static void after_commit(struct collect *c, struct log_append *apps)
             bytes += c->jobs[i].lines[k].len;
         if (c->jobs[i].n && c->opts.stored.lines)
             c->opts.stored.lines(c->opts.stored.ctx, c->jobs[i].job_pk, apps[i].lines, apps[i].n);
-        notify_key(c->notify, c->jobs[i].job_pk);
+        wakeups_key(c->wakeups, c->jobs[i].job_pk);
     }
     atomic_fetch_add(&c->lines_total, lines);
     atomic_fetch_add(&c->bytes_total, bytes);
@@ -384,7 +384,7 @@ static void complete_finished(struct collect *c)
         if (has_source(c, pks[i]))
             continue;
         if (store_log_complete(c->st, pks[i], NULL) == 0)
-            notify_key(c->notify, pks[i]);
+            wakeups_key(c->wakeups, pks[i]);
     }
     free(pks);
 }
@@ -437,11 +437,11 @@ static void *collect_main(void *arg)
     return NULL;
 }
 
-struct collect *collect_new(struct store *st, struct notify *n, const struct collect_options *o)
+struct collect *collect_new(struct store *st, struct wakeups *n, const struct collect_options *o)
 {
     struct collect *c = XNEW(struct collect);
     c->st = st;
-    c->notify = n;
+    c->wakeups = n;
     c->opts = *o;
     if (c->opts.poll_ns <= 0)
         c->opts.poll_ns = 20 * NS_PER_MS;

@@ -19,7 +19,7 @@
 #include "store/logs.h"
 
 struct store;
-struct notify;
+struct wakeups;
 struct collect;
 
 /* What to call with every stored line, on the collector thread, after its commit (diagnosis
@@ -36,7 +36,7 @@ struct collect_options {
     struct collect_stored stored;
 };
 
-struct collect *collect_new(struct store *st, struct notify *n, const struct collect_options *o);
+struct collect *collect_new(struct store *st, struct wakeups *n, const struct collect_options *o);
 /* The callbacks executors use to hand over their ranks' logs. */
 struct log_sources collect_sources(struct collect *c);
 int collect_start(struct collect *c, struct err *err);

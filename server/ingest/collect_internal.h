@@ -58,7 +58,7 @@ struct gathered {
 
 struct collect {
     struct store *st;
-    struct notify *notify;
+    struct wakeups *wakeups;
     struct collect_options opts;
     pthread_t thread;
     bool running;

@@ -15,7 +15,7 @@
 #include "api/routes.h"
 #include "core/buf.h"
 #include "core/clock.h"
-#include "core/notify.h"
+#include "core/wakeups.h"
 #include "store/jobs.h"
 #include "store/store.h"
 #include "store/tokens.h"
@@ -143,7 +143,7 @@ int main(void)
     struct store *st = store_open(path, NULL, &err);
     CHECK(st != NULL);
     struct api api = { .store = st,
-                       .notify = notify_new(),
+                       .wakeups = wakeups_new(),
                        .auth_enabled = true,
                        .default_executor = "local",
                        .local_enabled = true,
@@ -198,7 +198,7 @@ int main(void)
     CHECK_INT(call(&api, list, "/v1/jobs", "Basic dXNlcjpwdw=="), 401);
     rendezvous_release(&api);
     store_close(st);
-    notify_free(api.notify);
+    wakeups_free(api.wakeups);
     err_release(&err);
     char cmd[128];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
