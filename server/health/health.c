@@ -420,7 +420,7 @@ void health_attempt_done(struct health *h, int64_t pk, const json_t *decision)
     struct entry *e = entry_acquire(h, pk);
     if (!e)
         return;
-    struct health_pending *p = health_save_prepare(h, e, true, decision);
+    struct health_save *p = health_save_prepare(h, e, true, decision);
     entry_unlock(e);
     health_save_commit(h, p, true);
 }
@@ -439,7 +439,7 @@ void health_forget(struct health *h, int64_t pk)
     pthread_mutex_unlock(&h->lock);
     if (!e)
         return;
-    struct health_pending *p = e->dirty ? health_save_prepare(h, e, false, NULL) : NULL;
+    struct health_save *p = e->dirty ? health_save_prepare(h, e, false, NULL) : NULL;
     pthread_mutex_unlock(&e->lock);
     health_save_commit(h, p, true);
     entry_free(e);

@@ -104,10 +104,10 @@ struct hrank *entry_rank(struct entry *e, int rank);
 
 /* Builds what to save of e (entry lock held) and saves it; the store write happens after the
  * lock is released when the caller passes the returned record to health_save_commit(). */
-struct health_pending;
-struct health_pending *health_save_prepare(struct health *h, struct entry *e, bool force,
-                                           const json_t *decision);
-void health_save_commit(struct health *h, struct health_pending *p, bool wait);
+struct health_save;
+struct health_save *health_save_prepare(struct health *h, struct entry *e, bool force,
+                                        const json_t *decision);
+void health_save_commit(struct health *h, struct health_save *p, bool wait);
 
 /* {"ranks": [...], "nodes": {...}} of the entry (entry lock held, h->lock not). */
 json_t *health_entry_json(struct health *h, struct entry *e);
