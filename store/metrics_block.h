@@ -1,10 +1,9 @@
 /*
- * metrics_internal: the packed block of metric points (metrics_block.c), shared by metrics.c
- * (which writes blocks) and metrics_read.c (which decodes them). Not for use outside these
- * three files. Pure functions; thread-safe.
+ * metrics_block: the packed block of metric points, encoded by metrics.c and decoded by
+ * metrics_read.c. Only store/ uses it. Pure functions; thread-safe.
  */
-#ifndef TY_METRICS_INTERNAL_H
-#define TY_METRICS_INTERNAL_H
+#ifndef TY_METRICS_BLOCK_H
+#define TY_METRICS_BLOCK_H
 
 #include <stdbool.h>
 #include <stddef.h>
