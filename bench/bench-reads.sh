@@ -10,12 +10,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 callgrind=false
 [ "${1:-}" = --callgrind ] && callgrind=true && shift
-rounds=3
-if [[ ${1:-} =~ ^[0-9]+$ ]]; then
-    rounds=$1
-    shift
-fi
-builds=("${@:-${TY_BUILD:-$here/../build}}")
+rounds_and_builds "$@"
 token=ty_benchadmintoken0123456789abcdefghijk
 export TY_TOKEN=$token
 seed=$(mktemp -d /tmp/bench-reads.XXXXXX)
