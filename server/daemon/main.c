@@ -66,7 +66,7 @@ static int usage(FILE *out)
     return 2;
 }
 
-static void hook_job_changed(void *ctx, int64_t pk)
+static void on_job_changed(void *ctx, int64_t pk)
 {
     struct daemon *d = ctx;
     controller_wake(d->controller, pk);
@@ -74,26 +74,26 @@ static void hook_job_changed(void *ctx, int64_t pk)
 }
 
 /* Called on the controller thread after each committed state change: only marks the job. */
-static void hook_job_state(void *ctx, int64_t pk, enum job_state state)
+static void on_job_state(void *ctx, int64_t pk, enum job_state state)
 {
     (void)state;
     struct daemon *d = ctx;
     notifier_job(d->notifier, pk);
 }
 
-static void hook_triggers_pending(void *ctx)
+static void on_triggers_pending(void *ctx)
 {
     struct daemon *d = ctx;
     triggerloop_wake(d->triggers);
 }
 
-static void hook_webhooks_pending(void *ctx)
+static void on_webhooks_pending(void *ctx)
 {
     struct daemon *d = ctx;
     notifier_wake(d->notifier);
 }
 
-static void hook_job_deleted(void *ctx, const char *job_id)
+static void on_job_deleted(void *ctx, const char *job_id)
 {
     struct daemon *d = ctx;
     for (size_t i = 0; i < d->nexec; i++)
@@ -101,7 +101,7 @@ static void hook_job_deleted(void *ctx, const char *job_id)
             d->executors[i]->forget(d->executors[i], job_id);
 }
 
-static json_t *hook_dry_run(void *ctx, const json_t *spec, const char *job_id, struct err *err)
+static json_t *on_dry_run(void *ctx, const json_t *spec, const char *job_id, struct err *err)
 {
     struct daemon *d = ctx;
     struct spec_view v;
@@ -121,7 +121,7 @@ static json_t *hook_dry_run(void *ctx, const json_t *spec, const char *job_id, s
     return NULL;
 }
 
-static json_t *hook_nodes(void *ctx, struct err *err)
+static json_t *on_nodes(void *ctx, struct err *err)
 {
     struct daemon *d = ctx;
     if (!d->kube) /* no cluster: only the nodes that have marks are listed */
@@ -157,7 +157,7 @@ static char **kube_marked_nodes(void *ctx, const char *state)
     return names;
 }
 
-static void hook_metrics(void *ctx, struct buf *out)
+static void on_metrics(void *ctx, struct buf *out)
 {
     struct daemon *d = ctx;
     controller_metrics(d->controller, out);
@@ -174,8 +174,8 @@ static void hook_metrics(void *ctx, struct buf *out)
 
 /* Heartbeats and preflight reports of ranks (HTTP threads): recorded by the health registry;
  * a failed preflight fails the rank at once. */
-static void hook_rank_report(void *ctx, int64_t pk, int attempt, int rank, const char *kind,
-                             const json_t *body)
+static void on_rank_report(void *ctx, int64_t pk, int attempt, int rank, const char *kind,
+                           const json_t *body)
 {
     struct daemon *d = ctx;
     if (strcmp(kind, "heartbeat") == 0) {
@@ -345,7 +345,7 @@ static int start_executors(struct daemon *d, struct err *err)
                                        .stall_floor_ns = d->cfg.stall_floor_ns,
                                        .logs_pending = logs_pending,
                                        .logs_ctx = d };
-    struct controller_callbacks cb = { .ctx = d, .job_state = hook_job_state };
+    struct controller_callbacks cb = { .ctx = d, .job_state = on_job_state };
     d->controller = controller_new(d->store, d->executors, d->nexec, &opts, &cb);
     if (d->cfg.prometheus_url[0]) {
         struct dcgm_options dop = { .url = d->cfg.prometheus_url,
@@ -369,14 +369,14 @@ static void setup_api(struct daemon *d)
     a->local_slots = d->cfg.local_slots;
     a->started_at = clock_now_ns();
     a->daemon = (struct api_daemon){ .ctx = d,
-                                     .job_changed = hook_job_changed,
-                                     .job_deleted = hook_job_deleted,
-                                     .dry_run = hook_dry_run,
-                                     .nodes = hook_nodes,
-                                     .metrics = hook_metrics,
-                                     .rank_report = hook_rank_report,
-                                     .triggers_pending = hook_triggers_pending,
-                                     .webhooks_pending = hook_webhooks_pending };
+                                     .job_changed = on_job_changed,
+                                     .job_deleted = on_job_deleted,
+                                     .dry_run = on_dry_run,
+                                     .nodes = on_nodes,
+                                     .metrics = on_metrics,
+                                     .rank_report = on_rank_report,
+                                     .triggers_pending = on_triggers_pending,
+                                     .webhooks_pending = on_webhooks_pending };
     a->sns = d->sns;
     a->hook_max_body = (size_t)d->cfg.hook_max_body;
     ratelimit_init(a);
