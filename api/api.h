@@ -100,6 +100,12 @@ struct api {
     bool auth_enabled;
     const char *default_executor;
     bool local_enabled;
+    /* NULL when local ranks run sandboxed; else why not, and whether non-admin local jobs are
+     * refused for it (--local-sandbox=auto) or the admin accepted the risk (off). */
+    const char *local_sandbox_why;
+    bool local_unsandboxed_refused;
+    const char *local_checkpoint_roots; /* comma-separated; non-admins' checkpoint.path */
+    const char *data_dir;               /* never a job's checkpoint path */
     bool kubernetes_enabled;
     int local_slots;        /* ranks the local executor can run at once */
     const char *public_url; /* base URL for links (webhooks, Location), may be NULL */

@@ -6,6 +6,7 @@
  * and completes each request after COMMIT; the body is built on an HTTP thread (res->finish).
  */
 #include "api/jobs.h"
+#include "api/policy.h"
 
 #include "api/handlers.h"
 #include "api/apimetrics.h"
@@ -170,7 +171,7 @@ struct submission *jobs_submission_new(struct api *api, const json_t *doc,
     struct spec_options opts = spec_options(api);
     struct buf text = BUF_INIT;
     struct spec_view v;
-    if (spec_check(doc, &opts, &text, &v, err) < 0) {
+    if (spec_check(doc, &opts, &text, &v, err) < 0 || policy_check(api, o->scope, &v, err) < 0) {
         buf_release(&text);
         return NULL;
     }
@@ -238,6 +239,13 @@ static void dry_run(struct request *req, struct response *res, const json_t *doc
     err_init(&err);
     struct spec_options opts = spec_options(req->api);
     json_t *spec = spec_validate(doc, &opts, &err);
+    struct spec_view v;
+    if (spec) /* a dry run answers what the submission would: the policy too */
+        spec_view(spec, &v);
+    if (spec && policy_check(req->api, req->who.scope, &v, &err) < 0) {
+        json_decref(spec);
+        spec = NULL;
+    }
     json_t *out = spec ? json_pack("{s:O}", "spec", spec) : NULL;
     if (spec && req->api->daemon.dry_run) {
         json_t *obj = req->api->daemon.dry_run(req->api->daemon.ctx, spec, "dry-run", &err);
@@ -321,6 +329,7 @@ void jobs_submit_request(struct request *req, struct response *res, const json_t
         return;
     }
     struct jobs_submit_opts o = { .owner = req->who.name,
+                                  .scope = req->who.scope,
                                   .idempotency_key = key,
                                   .request_id = req->request_id };
     struct err err;

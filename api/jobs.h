@@ -15,6 +15,7 @@
 
 struct jobs_submit_opts {
     const char *owner;            /* who submits: a token's name, "trigger/<name>" */
+    enum scope scope;             /* what the submitter may run (api/policy.h) */
     const char *idempotency_key;  /* NULL: none */
     const char *idempotency_hash; /* what a reuse of the key must match; NULL: the SHA-256 of
                                      the canonical spec */

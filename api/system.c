@@ -33,6 +33,12 @@ void system_readyz(struct request *req, struct response *res)
                             req->api->auth_enabled ? "on"
                                                    : "off (loopback only; anyone on "
                                                      "this machine is admin)");
+    const struct api *a = req->api;
+    char sandbox[600];
+    if (a->local_sandbox_why)
+        snprintf(sandbox, sizeof(sandbox), "off: %s%s", a->local_sandbox_why,
+                 a->local_unsandboxed_refused ? "; only admin tokens may run local jobs" : "");
+    json_object_set_new(out, "local_sandbox", json_string(a->local_sandbox_why ? sandbox : "on"));
     response_json_new(res, rc == 0 ? 200 : 503, out);
     err_release(&err);
 }

@@ -75,7 +75,7 @@ static void setup(const char *path)
 
 static struct submission *submission(const json_t *doc)
 {
-    struct jobs_submit_opts o = { .owner = "bench", .request_id = "req" };
+    struct jobs_submit_opts o = { .owner = "bench", .scope = SCOPE_ADMIN, .request_id = "req" };
     struct err err;
     err_init(&err);
     struct submission *s = jobs_submission_new(&api, doc, &o, &err);

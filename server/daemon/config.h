@@ -33,6 +33,11 @@ struct config {
     int timeout_seconds;
     bool sync_full;
     int local_slots;
+    char *local_sandbox; /* auto, required, off */
+    int local_uid_base;
+    int local_uids;
+    int local_pids_max;
+    char *local_checkpoint_roots;
     int64_t stop_grace_ns;
     int64_t log_max_bytes;  /* per job */
     int64_t log_max_age_ns; /* per line */

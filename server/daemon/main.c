@@ -6,7 +6,9 @@
  */
 #include <curl/curl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdatomic.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -53,6 +55,8 @@ struct daemon {
     struct api api;
     struct http *http;
     char url[128];
+    int lock_fd;          /* DATA_DIR/trainyard.lock, held while the daemon runs */
+    const char *hide[6];  /* the secrets ranks must not see */
 };
 
 static int usage(FILE *out)
@@ -259,10 +263,52 @@ static int bootstrap_admin(struct daemon *d, struct err *err)
     return 0;
 }
 
+/* One daemon per data directory: a second one would share the database with the first and
+ * start the same jobs twice. The lock goes with the process (kill -9 included). */
+static int lock_data_dir(struct daemon *d, struct err *err)
+{
+    char *path = xasprintf("%s/trainyard.lock", d->cfg.data_dir);
+    d->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    int rc = 0;
+    if (d->lock_fd < 0)
+        rc = err_set(err, ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    else if (flock(d->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+        char pid[32] = "";
+        ssize_t n = pread(d->lock_fd, pid, sizeof(pid) - 1, 0);
+        pid[n > 0 ? n : 0] = '\0';
+        pid[strcspn(pid, "\n")] = '\0';
+        rc = err_set(err, ERR_CONFLICT, "another daemon (pid %s) uses the data directory %s",
+                     pid[0] ? pid : "unknown", d->cfg.data_dir);
+    } else {
+        char pid[32];
+        int len = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+        if (ftruncate(d->lock_fd, 0) < 0 || pwrite(d->lock_fd, pid, (size_t)len, 0) < 0)
+            log_warn("cannot write the pid into %s: %s", path, strerror(errno));
+    }
+    free(path);
+    return rc;
+}
+
+/* The data directory and everything in it are the daemon's alone: a sandboxed rank sees its
+ * own job's directories through its mounts, never through the data directory's path. */
+static void tighten_data_dir(struct daemon *d)
+{
+    chmod(d->cfg.data_dir, 0700);
+    const char *files[] = { "trainyard.db", "trainyard.db-wal", "trainyard.db-shm" };
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        char *path = xasprintf("%s/%s", d->cfg.data_dir, files[i]);
+        chmod(path, 0600); /* made 0644 by daemons before 0.2 */
+        free(path);
+    }
+}
+
 static int open_store(struct daemon *d, struct err *err)
 {
     if (mkdir(d->cfg.data_dir, 0700) < 0 && errno != EEXIST)
         return err_set(err, ERR_IO, "cannot create %s: %s", d->cfg.data_dir, strerror(errno));
+    if (lock_data_dir(d, err) < 0)
+        return -1;
+    tighten_data_dir(d);
     char *path = xasprintf("%s/trainyard.db", d->cfg.data_dir);
     struct store_options so = { .sync_full = d->cfg.sync_full,
                                 .busy_timeout_ms = 5000,
@@ -306,6 +352,29 @@ static int start_triggers(struct daemon *d, struct err *err)
     return notifier_start(d->notifier, d->api.public_url, err);
 }
 
+/* --local-sandbox, and the files ranks must not see: the daemon's secrets outside its data
+ * directory (which ranks never see). */
+static int local_sandbox_mode(struct daemon *d, enum local_sandbox *mode, struct err *err)
+{
+    const char *m = d->cfg.local_sandbox;
+    if (strcmp(m, "auto") == 0)
+        *mode = LOCAL_SANDBOX_AUTO;
+    else if (strcmp(m, "required") == 0)
+        *mode = LOCAL_SANDBOX_REQUIRED;
+    else if (strcmp(m, "off") == 0)
+        *mode = LOCAL_SANDBOX_OFF;
+    else
+        return err_set(err, ERR_INVALID, "--local-sandbox: '%s' is not auto, required or off", m);
+    const char *secrets[] = { d->cfg.admin_token_file, d->cfg.config_file, d->cfg.kubeconfig,
+                              d->cfg.tls_key };
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof(secrets) / sizeof(secrets[0]); i++)
+        if (secrets[i] && secrets[i][0])
+            d->hide[n++] = secrets[i];
+    d->hide[n] = NULL;
+    return 0;
+}
+
 static int start_executors(struct daemon *d, struct err *err)
 {
     struct health_options hopt = { .skip_logs = !d->cfg.diagnosis };
@@ -318,12 +387,22 @@ static int start_executors(struct daemon *d, struct err *err)
     d->collect = collect_new(d->store, d->wakeups, &co);
     struct local_options lo = { .data_dir = d->cfg.data_dir,
                                 .slots = d->cfg.local_slots,
+                                .uid_base = (unsigned)d->cfg.local_uid_base,
+                                .uid_count = (unsigned)d->cfg.local_uids,
+                                .pids_max = d->cfg.local_pids_max,
+                                .hide = d->hide,
                                 .max_line = d->cfg.log_max_line,
                                 .logs = collect_sources(d->collect) };
+    if (local_sandbox_mode(d, &lo.sandbox, err) < 0)
+        return -1;
     d->executors[d->nexec] = local_new(&lo, err);
     if (!d->executors[d->nexec])
         return -1;
     d->nexec++;
+    const char *why;
+    if (!local_sandboxed(d->executors[0], &why))
+        log_warn("local ranks are not sandboxed: %s%s", why,
+                 lo.sandbox == LOCAL_SANDBOX_AUTO ? "; only admin tokens may run local jobs" : "");
     if (strcmp(d->cfg.executor, "kubernetes") == 0 || d->cfg.kubeconfig[0]) {
         struct kube_options ko = { .kubeconfig = d->cfg.kubeconfig,
                                    .context = d->cfg.kube_context,
@@ -365,6 +444,10 @@ static void setup_api(struct daemon *d)
     a->auth_enabled = d->cfg.auth;
     a->default_executor = d->cfg.executor;
     a->local_enabled = true;
+    a->local_checkpoint_roots = d->cfg.local_checkpoint_roots;
+    a->data_dir = d->cfg.data_dir;
+    if (!local_sandboxed(d->executors[0], &a->local_sandbox_why))
+        a->local_unsandboxed_refused = strcmp(d->cfg.local_sandbox, "off") != 0;
     a->kubernetes_enabled = d->kube != NULL;
     a->local_slots = d->cfg.local_slots;
     a->started_at = clock_now_ns();
@@ -451,6 +534,8 @@ static void teardown(struct daemon *d)
     if (d->store)
         store_tokens_flush(d->store, NULL);
     store_close(d->store);
+    if (d->lock_fd >= 0)
+        close(d->lock_fd); /* after the store: the next daemon must find it closed */
     ratelimit_release(&d->api);
     wakeups_free(d->wakeups);
     config_release(&d->cfg);
@@ -458,7 +543,9 @@ static void teardown(struct daemon *d)
 
 static int cmd_serve(int argc, char **argv)
 {
-    struct daemon d = { 0 };
+    /* What the daemon writes (database, logs, rank files) is its own unless said otherwise. */
+    umask(077);
+    struct daemon d = { .lock_fd = -1 };
     struct err err;
     err_init(&err);
     int rc = config_load(&d.cfg, argc, argv, &err);

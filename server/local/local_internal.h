@@ -13,10 +13,12 @@
 #include <stdatomic.h>
 #include <sys/types.h>
 
+#include "server/local/cgroup.h"
 #include "server/local/local.h"
 
 struct lrank {
     int64_t job_pk;
+    char job_id[32];
     int attempt;
     int rank;
     pid_t shim;
@@ -28,8 +30,9 @@ struct lrank {
     int64_t kill_at; /* SIGKILL deadline after SIGTERM; 0: none */
     char *dir;
     char key[32];
-    char *cgroup;       /* the rank's memory cgroup, NULL: none */
-    int64_t oom_before; /* the fallback OOM counter when the rank started, -1: unknown */
+    struct cgroup_rank cg; /* the rank's cgroups (parts may be NULL) */
+    unsigned uid;          /* the identity the rank runs as */
+    int64_t oom_before;    /* the fallback OOM counter when the rank started, -1: unknown */
 };
 
 struct local {
@@ -39,7 +42,10 @@ struct local {
     char exe[PATH_MAX];
     struct lrank **ranks;
     size_t n, cap;
-    char *cgroot; /* where rank cgroups are made, NULL: nowhere */
+    struct cgroup_roots cgroots; /* where rank cgroups are made */
+    bool sandbox;                /* ranks run sandboxed */
+    char why[512];               /* why not, when they do not */
+    char cwd[PATH_MAX];          /* the daemon's directory: the ranks' too */
     atomic_int used;
     atomic_ullong spawned;
 };
@@ -53,6 +59,10 @@ struct launch {
     int attempt;
     int master_port;
     const char *token;
+    unsigned uid;         /* the job's identity (gid the same) */
+    const char *ckpt;     /* the checkpoint directory */
+    const char *home;     /* the job's home directory */
+    const char *shm;      /* the directory the ranks share as /dev/shm */
 };
 
 /* local.c */
@@ -62,6 +72,26 @@ json_t *local_read_json(const char *dir, const char *name);
 void local_check_started(struct executor *ex, struct lrank *r);
 /* Reports how r ended from its status.json (or as lost when the shim left none). */
 void local_report_end(struct executor *ex, struct lrank *r);
+
+/* launch.c */
+/* Makes the attempt's directories (checkpoints, home, shared memory) and gives them to its
+ * identity; fills ln->ckpt, home and shm (freed with local_release_dirs). */
+int local_prepare_dirs(struct local *l, struct launch *ln, struct err *err);
+void local_release_dirs(struct launch *ln);
+/* Removes the job's shared-memory directory (no rank of it runs any more). */
+void local_remove_shm(const char *job_id);
+/* Removes a directory tree (files first). */
+void local_remove_tree(const char *dir);
+/* Makes path and its missing parents: the last with mode, the others with parents. */
+int local_mkdirs(const char *path, mode_t mode, mode_t parents);
+/* The rank's environment (caller frees with launch_strv_free). */
+char **launch_env(struct local *l, const struct launch *ln, int rank);
+/* Writes env to DIR/env (0600) for the shim, which gives it to the rank. */
+int launch_write_env(const char *dir, char **env, struct err *err);
+/* The shim's command line for one rank with cgroups cg (caller frees with launch_strv_free). */
+char **launch_shim_argv(struct local *l, const struct launch *ln, const char *dir,
+                        const struct cgroup_rank *cg);
+void launch_strv_free(char **v);
 
 /* local_rank.c */
 /* DATA_DIR/jobs/<id>/a<attempt>/r<rank> (caller frees). */

@@ -152,7 +152,10 @@ static void start(struct triggerloop *l, struct slot *s)
     snprintf(owner, sizeof(owner), "trigger/%s", s->o->trigger_name);
     snprintf(s->key, sizeof(s->key), "%s/%s", s->o->trigger_id, s->o->dedupe_key);
     crypto_sha256_hex(s->key, strlen(s->key), s->hash);
+    /* An admin made the trigger and its template; the object's key and bucket reach the job
+     * only as whole values (trigger/jobtemplate.h). */
     struct jobs_submit_opts o = { .owner = owner,
+                                  .scope = SCOPE_ADMIN,
                                   .idempotency_key = s->key,
                                   .idempotency_hash = s->hash,
                                   .request_id = "trigger" };

@@ -118,7 +118,7 @@ static void crash_after_commit(const char *key, char id[32])
     crypto_sha256_hex(ikey, strlen(ikey), hash);
     json_t *spec = json_pack("{s:s,s:[s]}", "name", "other-content", "command", "true");
     struct jobs_submit_opts o = {
-        .owner = "trigger/x", .idempotency_key = ikey, .idempotency_hash = hash, .request_id = "t"
+        .owner = "trigger/x", .scope = SCOPE_ADMIN, .idempotency_key = ikey, .idempotency_hash = hash, .request_id = "t"
     };
     struct err err;
     err_init(&err);
