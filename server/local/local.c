@@ -384,10 +384,11 @@ static int decide_sandbox(struct local *l, struct err *err)
     struct err probe;
     err_init(&probe);
     const char *missing = cgroup_roots_missing(&l->cgroots);
-    if (sandbox_probe(&probe) == 0 && !missing) {
+    int probed = sandbox_probe(&probe);
+    if (probed == 0 && !missing) {
         l->sandbox = true;
     } else {
-        snprintf(l->why, sizeof(l->why), "unavailable: %s", missing ? missing : probe.msg);
+        snprintf(l->why, sizeof(l->why), "unavailable: %s", probed < 0 ? probe.msg : missing);
         if (l->opts.sandbox == LOCAL_SANDBOX_REQUIRED)
             err_set(err, ERR_UNAVAILABLE, "ranks cannot be sandboxed on this host: %s",
                     l->why + strlen("unavailable: "));

@@ -47,11 +47,11 @@ static int mkdirs(const char *path)
         if (*p != '/')
             continue;
         *p = '\0';
-        if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+        if (mkdir(tmp, 0711) < 0 && errno != EEXIST)
             return -1;
         *p = '/';
     }
-    return mkdir(tmp, 0755) < 0 && errno != EEXIST ? -1 : 0;
+    return mkdir(tmp, 0711) < 0 && errno != EEXIST ? -1 : 0;
 }
 
 /* Mounts what fd refers to (opened before anything was hidden) read-write at dest. */
@@ -68,14 +68,15 @@ static int bind_fd(int fd, const char *dest, struct err *err)
     return 0;
 }
 
-/* An empty directory (tmpfs) over a directory, /dev/null over a file; absent paths stay so. */
+/* An empty directory (tmpfs) over a directory, /dev/null over a file; absent paths stay so. The
+ * rank may pass through a hidden directory to its own bound ones, not list it (0711). */
 static int hide(const char *path, struct err *err)
 {
     struct stat sb;
     if (stat(path, &sb) < 0)
         return 0;
     if (S_ISDIR(sb.st_mode)) {
-        if (mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") < 0)
+        if (mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0711,size=1m") < 0)
             return fail(err, "cannot hide", path);
         return 0;
     }
@@ -98,7 +99,7 @@ static int private_tmp(const char *path, struct err *err)
 /* The whole tree read-only and nosuid; devices and /proc stay writable (/dev/null, GPUs). */
 static int read_only_root(struct err *err)
 {
-    if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+    if (mount("none", "/", "none", MS_REC | MS_SLAVE, NULL) < 0)
         return fail(err, "cannot make mounts private", NULL);
     if (set_attr("/", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 0, AT_RECURSIVE) < 0)
         return fail(err, "cannot make / read-only", NULL);

@@ -163,6 +163,13 @@ job() {
     submit "{\"name\":\"$1\",\"command\":[\"sh\",\"-c\",$(jq -Rn --arg s "$2" '$s')]${3:+,$3}}" | jq -r .id
 }
 
+# ckpt ID: the job's own checkpoint directory. Ranks run sandboxed (a private /tmp, the rest
+# of the file system read-only), so a test and its jobs exchange files there: the job through
+# $TRAINYARD_CHECKPOINT_DIR, the test through this path.
+ckpt() {
+    echo "$DATA/jobs/$1/checkpoints"
+}
+
 # wait_end ID: waits (30 s at most) until the job ended.
 wait_end() {
     for _ in $(seq 1 300); do
