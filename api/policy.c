@@ -50,9 +50,9 @@ static int check_local(const struct api *api, enum scope scope, const struct spe
     bool admin = scope == SCOPE_ADMIN;
     if (api->local_sandbox_why && api->local_unsandboxed_refused && !admin)
         return forbid(err, "/executor",
-                         "local ranks cannot be sandboxed on this host (%s): only admin tokens "
-                         "may run local jobs",
-                         api->local_sandbox_why);
+                      "local ranks cannot be sandboxed on this host (%s): only admin tokens "
+                      "may run local jobs",
+                      api->local_sandbox_why);
     const char *ckpt = jsonx_str(v->checkpoint, "path");
     if (!ckpt)
         return 0;
@@ -60,14 +60,14 @@ static int check_local(const struct api *api, enum scope scope, const struct spe
     const char *dir = api->data_dir && realpath(api->data_dir, data) ? data : api->data_dir;
     if (dir && (under(ckpt, dir, strlen(dir)) || under(dir, ckpt, strlen(ckpt))))
         return forbid(err, "/checkpoint/path",
-                         "must not be the daemon's data directory or contain it");
+                      "must not be the daemon's data directory or contain it");
     if (!admin && !under_any(ckpt, api->local_checkpoint_roots))
         return forbid(err, "/checkpoint/path",
-                         "only admin tokens choose a local checkpoint path outside "
-                         "--local-checkpoint-roots (%s); leave it out to get the job's own",
-                         api->local_checkpoint_roots && *api->local_checkpoint_roots
-                             ? api->local_checkpoint_roots
-                             : "none set");
+                      "only admin tokens choose a local checkpoint path outside "
+                      "--local-checkpoint-roots (%s); leave it out to get the job's own",
+                      api->local_checkpoint_roots && *api->local_checkpoint_roots
+                          ? api->local_checkpoint_roots
+                          : "none set");
     return 0;
 }
 

@@ -55,8 +55,8 @@ struct daemon {
     struct api api;
     struct http *http;
     char url[128];
-    int lock_fd;          /* DATA_DIR/trainyard.lock, held while the daemon runs */
-    const char *hide[6];  /* the secrets ranks must not see */
+    int lock_fd;         /* DATA_DIR/trainyard.lock, held while the daemon runs */
+    const char *hide[6]; /* the secrets ranks must not see */
 };
 
 static int usage(FILE *out)

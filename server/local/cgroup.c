@@ -130,7 +130,8 @@ static void enable_v2_controllers(struct cgroup_roots *r)
         strncat(want, "+pids", sizeof(want) - strlen(want) - 1);
     if (want[0] && write_file(r->unified, "cgroup.subtree_control", want) < 0 && errno == EBUSY) {
         char *leaf = xasprintf("%s/daemon", r->unified);
-        if ((mkdir(leaf, 0755) == 0 || errno == EEXIST) && write_file(leaf, "cgroup.procs", "0") == 0)
+        if ((mkdir(leaf, 0755) == 0 || errno == EEXIST) &&
+            write_file(leaf, "cgroup.procs", "0") == 0)
             write_file(r->unified, "cgroup.subtree_control", want);
         free(leaf);
     }
@@ -156,7 +157,8 @@ void cgroup_roots_probe(struct cgroup_roots *r)
             r->v2_memory = r->v2_pids = false;
         }
     }
-    if (!pure_v2 && v1_memory && exists(v1_memory, "memory.oom_control") && usable(v1_memory, false))
+    if (!pure_v2 && v1_memory && exists(v1_memory, "memory.oom_control") &&
+        usable(v1_memory, false))
         r->v1_memory = v1_memory, v1_memory = NULL;
     if (!pure_v2 && v1_pids && exists(v1_pids, "cgroup.procs") && usable(v1_pids, false))
         r->v1_pids = v1_pids, v1_pids = NULL;
@@ -245,8 +247,8 @@ void cgroup_rank_find(const struct cgroup_roots *r, const char *name, struct cgr
 {
     *out = (struct cgroup_rank){ 0 };
     out->unified = find_node(r->unified, name);
-    out->memory = out->unified && r->v2_memory ? xstrdup(out->unified)
-                                               : find_node(r->v1_memory, name);
+    out->memory =
+        out->unified && r->v2_memory ? xstrdup(out->unified) : find_node(r->v1_memory, name);
     out->pids = out->unified && r->v2_pids ? xstrdup(out->unified) : find_node(r->v1_pids, name);
 }
 
@@ -305,8 +307,9 @@ int64_t cgroup_oom_kills_fallback(void)
     own_cgroups(&v1_memory, &v1_pids, &v2);
     int64_t v = v1_memory ? cgroup_oom_kills(v1_memory) : -1;
     if (v < 0 && v2) {
-        const char *mount = exists("/sys/fs/cgroup", "cgroup.controllers") ? "/sys/fs/cgroup"
-                                                                             : "/sys/fs/cgroup/unified";
+        const char *mount = exists("/sys/fs/cgroup", "cgroup.controllers")
+                                ? "/sys/fs/cgroup"
+                                : "/sys/fs/cgroup/unified";
         char *dir = xasprintf("%s%s", mount, v2);
         v = cgroup_oom_kills(dir);
         free(dir);

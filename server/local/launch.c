@@ -268,7 +268,8 @@ int local_prepare_dirs(struct local *l, struct launch *ln, struct err *err)
     ln->home = xasprintf("%s/jobs/%s/home", l->data_dir, id);
     ln->shm = xasprintf("/dev/shm/trainyard-%s", id);
     bool sb = l->sandbox;
-    int rc = path ? own_dir(ln->ckpt, 0755, ln->uid, sb, err) : own_tree(ln->ckpt, ln->uid, sb, err);
+    int rc =
+        path ? own_dir(ln->ckpt, 0755, ln->uid, sb, err) : own_tree(ln->ckpt, ln->uid, sb, err);
     if (rc < 0 || own_tree(ln->home, ln->uid, sb, err) < 0 ||
         own_dir(ln->shm, 0755, ln->uid, sb, err) < 0) {
         local_release_dirs(ln);

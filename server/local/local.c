@@ -200,7 +200,7 @@ void local_report_end(struct executor *ex, struct lrank *r)
             rep.reason = "OOMKilled";
             snprintf(msg, sizeof(msg), "%s",
                      r->cg.memory ? "OOM kill counted in the rank's memory cgroup"
-                               : "SIGKILL while the kernel counted an OOM kill");
+                                  : "SIGKILL while the kernel counted an OOM kill");
         } else if (rep.signal == SIGKILL && !r->stopped) {
             snprintf(msg, sizeof(msg), "SIGKILL not sent by trainyard (out of memory?)");
         }
@@ -377,8 +377,9 @@ void local_set_url(struct executor *ex, const char *url)
 static int decide_sandbox(struct local *l, struct err *err)
 {
     if (l->opts.sandbox == LOCAL_SANDBOX_OFF) {
-        snprintf(l->why, sizeof(l->why), "turned off (--local-sandbox=off): ranks run as the "
-                                         "daemon and can read its data and tokens");
+        snprintf(l->why, sizeof(l->why),
+                 "turned off (--local-sandbox=off): ranks run as the "
+                 "daemon and can read its data and tokens");
         return 0;
     }
     struct err probe;

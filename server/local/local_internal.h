@@ -59,10 +59,10 @@ struct launch {
     int attempt;
     int master_port;
     const char *token;
-    unsigned uid;         /* the job's identity (gid the same) */
-    const char *ckpt;     /* the checkpoint directory */
-    const char *home;     /* the job's home directory */
-    const char *shm;      /* the directory the ranks share as /dev/shm */
+    unsigned uid;     /* the job's identity (gid the same) */
+    const char *ckpt; /* the checkpoint directory */
+    const char *home; /* the job's home directory */
+    const char *shm;  /* the directory the ranks share as /dev/shm */
 };
 
 /* local.c */

@@ -125,8 +125,7 @@ static int open_sources(const struct sandbox *sb, int *fds, size_t *opened, int 
     return 0;
 }
 
-static int mounts(const struct sandbox *sb, int *fds, size_t *opened, int *shm_fd,
-                  struct err *err)
+static int mounts(const struct sandbox *sb, int *fds, size_t *opened, int *shm_fd, struct err *err)
 {
     if (unshare(CLONE_NEWNS) < 0)
         return fail(err, "cannot make a mount namespace", NULL);

@@ -117,9 +117,11 @@ static void crash_after_commit(const char *key, char id[32])
     snprintf(ikey, sizeof(ikey), "trg_x/%s", key);
     crypto_sha256_hex(ikey, strlen(ikey), hash);
     json_t *spec = json_pack("{s:s,s:[s]}", "name", "other-content", "command", "true");
-    struct jobs_submit_opts o = {
-        .owner = "trigger/x", .scope = SCOPE_ADMIN, .idempotency_key = ikey, .idempotency_hash = hash, .request_id = "t"
-    };
+    struct jobs_submit_opts o = { .owner = "trigger/x",
+                                  .scope = SCOPE_ADMIN,
+                                  .idempotency_key = ikey,
+                                  .idempotency_hash = hash,
+                                  .request_id = "t" };
     struct err err;
     err_init(&err);
     struct submission *s = jobs_submission_new(&api, spec, &o, &err);
