@@ -6,8 +6,7 @@
 # allowed by deploy/rbac.yaml, and nothing more than it needs is granted.
 source "$(dirname "$0")/kubelib.sh"
 if ! command -v kubectl >/dev/null; then
-    echo "SKIP: kubectl is not installed"
-    exit 0
+    ty_skip "kubectl is not installed"
 fi
 D="$TY_SRC/deploy"
 kube_start
