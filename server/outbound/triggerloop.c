@@ -23,13 +23,14 @@
 #include "trigger/jobtemplate.h"
 #include "store/templates.h"
 #include "store/triggers.h"
+#include "store/webhooks.h"
 
 #define BATCH          64
 #define SNS_ATTEMPTS   5
 #define IDLE_MS        2000
 #define PRUNE_EVERY_NS (3600 * NS_PER_SEC)
 #define SEEN_KEEP_NS   (48 * 3600 * NS_PER_SEC)      /* longer than EventBridge's 24 h of retries */
-#define LOG_KEEP_NS    (30 * 24 * 3600 * NS_PER_SEC) /* delivery log rows */
+#define LOG_KEEP_NS    (30 * 24 * 3600 * NS_PER_SEC) /* delivery log, finished webhook messages */
 
 struct triggerloop {
     struct store *st;
@@ -294,7 +295,10 @@ static void prune(struct triggerloop *l, int64_t now)
 {
     struct err err;
     err_init(&err);
-    if (store_triggers_prune(l->st, now - SEEN_KEEP_NS, now - LOG_KEEP_NS, &err) < 0)
+    /* The webhook outbox is pruned here too: its senders (server/outbound/notifier.c) have no
+     * periodic pass of their own, and both logs keep the same 30 days (docs/triggers.md). */
+    if (store_triggers_prune(l->st, now - SEEN_KEEP_NS, now - LOG_KEEP_NS, &err) < 0 ||
+        store_outbox_prune(l->st, now - LOG_KEEP_NS, &err) < 0)
         log_warn("trigger loop: pruning: %s", err.msg);
     err_release(&err);
 }
