@@ -188,7 +188,6 @@ void response_json(struct response *res, int status, const json_t *body);
 void response_json_new(struct response *res, int status, json_t *body);
 /* A JSON response whose body the caller writes into the returned (empty) buffer. */
 struct buf *response_json_body(struct response *res, int status);
-void response_text(struct response *res, int status, const char *content_type, const char *text);
 /* Adds a header (copied). */
 void response_header(struct response *res, const char *name, const char *value);
 void response_release(struct response *res);

@@ -94,15 +94,6 @@ void response_json_new(struct response *res, int status, json_t *body)
     json_decref(body);
 }
 
-void response_text(struct response *res, int status, const char *content_type, const char *text)
-{
-    nosniff(res);
-    res->status = status;
-    res->content_type = content_type;
-    buf_reset(&res->body);
-    buf_puts(&res->body, text);
-}
-
 void response_header(struct response *res, const char *name, const char *value)
 {
     if (res->nheaders >= RESPONSE_MAX_HEADERS)

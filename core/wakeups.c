@@ -74,15 +74,6 @@ void wakeups_key(struct wakeups *n, int64_t key)
     pthread_mutex_unlock(&n->lock);
 }
 
-void wakeups_all(struct wakeups *n)
-{
-    pthread_mutex_lock(&n->lock);
-    for (size_t b = 0; b < WAKEUPS_BUCKETS; b++)
-        for (struct wakeup *w = n->buckets[b]; w; w = w->next)
-            w->fn(w->ctx);
-    pthread_mutex_unlock(&n->lock);
-}
-
 int wakeups_count(struct wakeups *n)
 {
     pthread_mutex_lock(&n->lock);

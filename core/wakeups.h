@@ -28,8 +28,6 @@ void wakeups_add(struct wakeups *n, struct wakeup *w);
 void wakeups_remove(struct wakeups *n, struct wakeup *w);
 /* Calls every waiter registered for key. */
 void wakeups_key(struct wakeups *n, int64_t key);
-/* Calls every waiter (periodic keep-alives, shutdown). */
-void wakeups_all(struct wakeups *n);
 /* Number of registered waiters (for /metrics). */
 int wakeups_count(struct wakeups *n);
 

@@ -81,6 +81,5 @@ enum hook_sender hook_sender_guess(const struct hook_request *req);
 const char *hook_sender_name(enum hook_sender s);
 /* Parses "auto", "s3", "sns", "eventbridge", "minio"; -1 when unknown. */
 int hook_sender_parse(const char *name, enum hook_sender *out);
-const char *hook_kind_name(enum hook_kind k);
 
 #endif

@@ -486,11 +486,6 @@ void kube_client_wakeup(struct kube_client *c)
     curl_multi_wakeup(c->multi);
 }
 
-size_t kube_client_active(struct kube_client *c)
-{
-    return c->ncalls;
-}
-
 int kube_client_do(struct kube_client *c, const struct kube_request *r, struct buf *out,
                    struct err *err)
 {
@@ -609,14 +604,4 @@ void kube_client_metrics(struct kube_client *c, struct buf *out)
 uint64_t kube_client_busy_ns(struct kube_client *c)
 {
     return atomic_load(&c->busy_ns);
-}
-
-uint64_t kube_client_requests(struct kube_client *c)
-{
-    return atomic_load(&c->requests);
-}
-
-uint64_t kube_client_plugin_runs(struct kube_client *c)
-{
-    return kube_auth_plugin_runs(c->auth);
 }

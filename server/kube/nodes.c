@@ -118,11 +118,6 @@ void kube_nodes_remove(struct kube_nodes *n, const json_t *node)
         json_decref(kmap_del(&n->byname, name));
 }
 
-size_t kube_nodes_count(const struct kube_nodes *n)
-{
-    return n->byname.n;
-}
-
 static int by_name(const void *a, const void *b)
 {
     const char *x = jsonx_str(*(json_t *const *)a, "name"),

@@ -27,7 +27,6 @@ struct kube_nodes *kube_nodes_new(void);
 void kube_nodes_free(struct kube_nodes *n);
 void kube_nodes_upsert(struct kube_nodes *n, const json_t *node);
 void kube_nodes_remove(struct kube_nodes *n, const json_t *node);
-size_t kube_nodes_count(const struct kube_nodes *n);
 
 /* {"items": [...]} sorted by name (new reference). trainyard's marks on nodes are added by
  * the API (api/nodes.c), from the store. */
