@@ -2,7 +2,7 @@
  * store/logread: reading a job's lines with filters, forward from a sequence number or
  * backward for the last N. Blocks are skipped without being read when their rank set, time
  * range or Bloom filter rules them out. Runs in one read transaction on the caller's
- * connection.
+ * connection, unless the newest lines asked for are all in the log cache (logcache.h).
  */
 #include "core/xalloc.h"
 #include "store/internal.h"
@@ -295,6 +295,12 @@ int store_logs_read(struct store *st, int64_t job_pk, const struct log_query *q,
     struct reader r = {
         .pk = job_pk, .q = q, .fn = fn, .ctx = ctx, .stats = stats ? stats : &ignored
     };
+    /* The usual read, a follower's "lines after N" with N recent, comes from the committed
+     * lines kept in memory without a transaction or a block read; what the cache does not hold
+     * in full (older lines, a source from before a restart, tails, `before`) comes from SQLite.
+     * With 100 followers this took the write-to-follower p99 from 30 to 26 ms (PERFORMANCE.md). */
+    if (q->tail == 0 && logcache_read(store_logcache(st), job_pk, q, line_wanted, fn, ctx, r.stats))
+        return 0;
     r.c = store_reader(st, err);
     if (!r.c)
         return -1;
