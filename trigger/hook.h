@@ -3,7 +3,9 @@
  * upload events or a classification: S3 notification `Records[]` (and s3:TestEvent), EventBridge
  * events from API destinations, SNS HTTP(S) messages (SubscriptionConfirmation, Notification
  * carrying an S3 notification, UnsubscribeConfirmation) and MinIO webhook bodies.
- * Recognition: shared/reference/s3-events.md section 0.
+ * Recognition, headers first: SNS by `x-amz-sns-message-type`, EventBridge API destinations by
+ * `User-Agent: Amazon/EventBridge/ApiDestinations`; then the body: `detail-type` (EventBridge),
+ * `EventName` with `Records` (MinIO), `Records` or an s3:TestEvent (S3); docs/triggers.md.
  *
  * hook_parse() never authenticates: for SNS it parses the envelope and the S3 document inside
  * Message; the caller must sns_verify() the envelope before acting on anything (trigger.h does

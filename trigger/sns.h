@@ -2,7 +2,10 @@
  * sns: Amazon SNS HTTP(S) messages: the envelope, the string that SNS signs, the checks on the
  * certificate and subscribe URLs, and signature verification (SignatureVersion 1 = SHA1withRSA,
  * 2 = SHA256withRSA) with certificates fetched once per URL and cached.
- * Exact algorithm: shared/reference/s3-events.md section 3.4.
+ * Algorithm: AWS's "Verifying the signatures of Amazon SNS messages" (SNS Developer Guide) and
+ * AWS's own validators (aws-php-sns-message-validator, sns-validator): the string to sign from
+ * the message's fields in a fixed order, https SigningCertURL on an sns.<region>.amazonaws.com
+ * host ending in .pem; docs/triggers.md lists every check.
  *
  * Test mode: a struct sns_policy with test_host set accepts that one host[:port] instead of the
  * SNS host pattern, and test_ca_file is the CA used to fetch from it. A zeroed policy is the

@@ -7,9 +7,9 @@
  * the daemon (http.c).
  *
  * Threads: MHD's handler threads run the callbacks; deferred completions and stream wake-ups
- * come from any thread. Two libmicrohttpd rules shape this file (see
- * ../shared/reference/machine-limits.md):
- *  - never queue a response on the first call of the access handler, or MHD drops keep-alive;
+ * come from any thread. Two libmicrohttpd rules shape this file:
+ *  - never queue a response on the first call of the access handler: libmicrohttpd 0.9.75
+ *    (Debian 12's) then marks it early, answers `Connection: close` and drops keep-alive;
  *  - resume only a suspended connection: suspension and wake-ups meet under exchange->lock.
  */
 #include <arpa/inet.h>

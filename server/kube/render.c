@@ -1,7 +1,8 @@
 /*
  * render: spec -> PyTorchJob / TrainJob / Secret JSON (see render.h). Pure; thread-safe.
- * Field names and defaults follow ../shared/reference/kubernetes-api.md (Training Operator
- * v1.9, Trainer v2.0-v2.3).
+ * Field names and defaults follow the Kubeflow APIs: PyTorchJob (Training Operator v1.9,
+ * kubeflow.org/v1) and TrainJob (Trainer v2.0-v2.3, trainer.kubeflow.org/v1alpha1);
+ * docs/kubernetes.md has the mapping from spec fields.
  */
 #include "server/kube/render.h"
 

@@ -1,5 +1,5 @@
 /*
- * Tests of api/spec: the canonical text spec_check() writes, byte for byte. The store keeps that
+ * Tests of job/spec: the canonical text spec_check() writes, byte for byte. The store keeps that
  * text and Idempotency-Key retries compare its hash, so a change in its order, defaults or
  * number formatting would turn a retry across an upgrade into a 409: these cases pin it.
  */

@@ -1,6 +1,6 @@
 /*
- * server/triggerloop against a real store: pending submissions become jobs through the same
- * path as POST /v1/jobs, the template rendered with the event and the trigger's values; a
+ * server/outbound/triggerloop against a real store: pending submissions become jobs through the
+ * same path as POST /v1/jobs, the template rendered with the event and the trigger's values; a
  * submission whose job was already committed before a crash (the object not yet marked) gets
  * that job, not a second one; a template that cannot render marks the object failed with why;
  * a paused loop leaves everything pending; finished webhook messages older than 30 days are
