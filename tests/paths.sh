@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every path a comment or a doc cites exists: a reader sent to server/dcgm.c after it moved, or
+# Every path a comment or a doc cites exists: a reader sent to a file that has since moved, or
 # to a file outside the repository, is lost. Scans the comments of sources, scripts and build
 # files and the text of Markdown files for words that start with one of the repository's
 # top-level folders (store/logs.c, tests/unit/, ../docs/cli.md) and checks each against the tree:
