@@ -6,7 +6,7 @@
 #   make test       build/ as above (tests/integration/81-release.sh tests that daemon), then
 #                   with sanitizers into build-test/ and run every test (ctest), then the whole
 #                   tree with clang and the fuzzers for a bounded time (build-fuzz/); both with
-#                   warnings as errors (TY_WERROR). About 14 minutes on 2 cores (README.md).
+#                   warnings as errors (TY_WERROR). 12-14 minutes on 2 cores (README.md).
 #   make bench      build and run the benchmarks in bench/
 #   make format     apply .clang-format to the tree
 #   make deps       install the Debian packages the build needs (apt-get, idempotent)
