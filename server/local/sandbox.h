@@ -17,7 +17,8 @@
  * the shim and the rank, so the shim reaps the rank itself (its exact exit status) and SIGTERM
  * reaches it directly for a graceful stop. A PID namespace is not used: ranks of one job (NCCL,
  * libfabric's shm provider) must see each other's processes, and the per-job uid already keeps
- * other processes out of reach. docs/isolation.md says more.
+ * other processes out of reach. tests/integration/90-isolation-local.sh tries each of these as a
+ * hostile job would.
  */
 #ifndef TY_SANDBOX_H
 #define TY_SANDBOX_H
