@@ -17,9 +17,13 @@ struct job_view {
     size_t nranks;
     const json_t *progress; /* from the diagnosis; NULL: null */
     bool stalled;
+    const char *stall_summary; /* a stalled running job's reason is "Stalled" and its message
+                                  this (which rank went quiet, its last line); NULL: none */
 };
 /* Writes the job as the API shows it; "spec" is the stored canonical text, copied, never parsed
- * and dumped again. */
+ * and dumped again. What the stored row says is corrected where the job's state says more: a
+ * stalled job's reason, a resumed job's "Suspended", the progress of a job that ended (no ETA;
+ * finished once it succeeded). */
 void job_json_write(struct buf *out, const struct job *job, const struct job_view *view);
 
 /* The job named by the path's first parameter (caller frees with job_free); NULL with the

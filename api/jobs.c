@@ -98,10 +98,15 @@ static int write_job(struct buf *out, struct api *api, const struct job *j,
     if (!labels)
         return -1;
     struct job_view v = { .labels = labels, .ranks = ranks, .nranks = n };
-    json_t *progress = NULL;
+    json_t *progress = NULL, *diag = NULL;
     store_diag_progress(api->store, j->pk, &progress, &v.stalled, NULL);
     v.progress = progress;
+    if (v.stalled && j->state == JOB_RUNNING) { /* rare: the stall's own words */
+        diag = store_diag_get(api->store, j->pk, -1, NULL);
+        v.stall_summary = jsonx_str(json_object_get(diag, "stall"), "summary");
+    }
     job_json_write(out, j, &v);
+    json_decref(diag);
     json_decref(progress);
     json_decref(labels);
     return 0;
