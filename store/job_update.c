@@ -21,7 +21,10 @@ static const char *const sql[] = {
     [U_EVENT] = "INSERT OR IGNORE INTO events"
                 " (job_pk, seq, time, type, reason, message, rank, source, ext_id)"
                 " VALUES (:pk, (SELECT coalesce(max(seq), 0) + 1 FROM events WHERE job_pk = :pk),"
-                " :time, :type, :reason, :message, :rank, :source, :ext_id)",
+                /* times never go back in seq order: a report that arrives late (a rank's
+                 * exit read after another's) is stamped no earlier than the event before */
+                " max(:time, (SELECT coalesce(max(time), 0) FROM events WHERE job_pk = :pk)),"
+                " :type, :reason, :message, :rank, :source, :ext_id)",
     [U_STATE_OF] = "SELECT state FROM jobs WHERE pk = :pk",
     [U_SET_STATE] = "UPDATE jobs SET state = :state, reason = :reason, message = :message,"
                     " started_at = CASE WHEN :running AND started_at = 0 THEN :now"

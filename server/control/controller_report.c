@@ -294,9 +294,18 @@ static void rank_running(struct controller *c, struct executor *ex, const struct
                               .node = r->node,
                               .pod = r->pod,
                               .started_at = r->time };
-    struct job_event e = {
-        .type = "rank_started", .reason = "Started", .rank = r->rank, .time = r->time
-    };
+    char msg[160];
+    if (r->pod && r->pod[0])
+        snprintf(msg, sizeof(msg), "rank %d started in pod %s%s%s", r->rank, r->pod,
+                 r->node && r->node[0] ? " on " : "", r->node ? r->node : "");
+    else
+        snprintf(msg, sizeof(msg), "rank %d started (pid %d)%s%s", r->rank, (int)r->pid,
+                 r->node && r->node[0] ? " on " : "", r->node ? r->node : "");
+    struct job_event e = { .type = "rank_started",
+                           .reason = "Started",
+                           .message = msg,
+                           .rank = r->rank,
+                           .time = r->time };
     struct job_update u = { .pk = j->pk, .ranks = &rc, .nranks = 1, .events = &e, .nevents = 1 };
     if (c->opts.health)
         health_rank_placed(c->opts.health, j->pk, r->attempt, r->rank, r->node, r->pod);
@@ -344,7 +353,10 @@ static void handle_rank(struct controller *c, const struct rank_report *r)
     json_t *spec = json_loads(j->spec, 0, NULL);
     struct spec_view v;
     spec_view(spec, &v);
-    if (ex && r->attempt == j->attempt && !(ex->manages_restarts && unchanged(c, r))) {
+    /* A rank already running reported running again is the executor adopting it after a
+     * daemon restart: nothing happened, so no second rank_started event. */
+    bool same = (ex && ex->manages_restarts) || r->state == RANK_RUNNING ? unchanged(c, r) : false;
+    if (ex && r->attempt == j->attempt && !same) {
         if (r->state == RANK_RUNNING)
             rank_running(c, ex, j, r);
         else if (rankstate_terminal(r->state))

@@ -24,7 +24,8 @@ xid=$(job xid "$(first_fails "$XID")" '"restart":{"policy":"on_failure","max_res
 xid_stay=$(job xidstay "$(first_fails "$XID")" '"restart":{"policy":"on_failure","max_restarts":1,"avoid_failed_nodes":false}')
 spot=$(job spot "$(first_fails "$SPOT" 'kill -TERM $$')" '"restart":{"policy":"on_failure"}')
 spot_spent=$(job spotspent "$(first_fails "$SPOT" 'kill -TERM $$')" '"restart":{"policy":"on_failure","max_preemptions":0}')
-for id in $nccl $oom $oom_asked $xid $xid_stay $spot $spot_spent; do
+listed=$(job listed 'exit 42' '"restart":{"policy":"exit_code","exit_codes":[42],"max_restarts":0}')
+for id in $nccl $oom $oom_asked $xid $xid_stay $spot $spot_spent $listed; do
     check "job $id ended" wait_end "$id"
 done
 
@@ -40,6 +41,9 @@ wait_logs_complete "$nccl"
 logs=$(api GET "/v1/jobs/$nccl/logs")
 check "nccl: restart count in the environment" grep -q "attempt=1 ckpt=$WORK/ckpt" <<<"$logs"
 check "nccl: decision in the timeline" grep -q "nccl: restart 1 of 2" <<<"$(api GET "/v1/jobs/$nccl/events" | jq -r '.items[] | select(.type=="restart_decision") | .message')"
+
+# exit_code policy with its budget spent: 42 is in the list, only the restarts are used up.
+check_eq "exit_code: says 42 is listed and the budget spent" "exit code 42 is in restart.exit_codes (restarts used up)" "$(api GET "/v1/jobs/$listed/diagnosis" | jq -r .decision.reason)"
 
 # CUDA OOM: deterministic; on_failure does not restart it, `on` can.
 j=$(api GET "/v1/jobs/$oom")

@@ -39,5 +39,9 @@ d=$(api GET "/v1/jobs/$id/diagnosis")
 check_eq "the NCCL timeout after the restart is a consequence" consequence "$(echo "$d" | jq -r '[.findings[] | select(.kind=="nccl_timeout")][0].role')"
 check_eq "no finding twice" 1 "$(echo "$d" | jq '[.findings[] | select(.kind=="cuda_oom")] | length')"
 check_eq "no sample twice" 3 "$(api GET "/v1/jobs/$id/metrics?name=loss&rank=1" | jq '.series[0].count')"
+ev=$(api GET "/v1/jobs/$id/events")
+check_eq "adoption adds no second rank_started" "0 1" "$(echo "$ev" | jq -r '[.items[] | select(.type=="rank_started") | .rank] | map(tostring) | join(" ")')"
+check_eq "event times never go back in seq order" true "$(echo "$ev" | jq '[.items[].time] | . == sort')"
+check_eq "rank_started says which rank and process" "rank 0 started (pid" "$(echo "$ev" | jq -r '[.items[] | select(.type=="rank_started")][0].message[0:19]')"
 check "the replay is counted" grep -q "^trainyard_diagnosis_replays_total 1" <<<"$(api GET /metrics)"
 ty_done
