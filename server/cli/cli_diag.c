@@ -99,10 +99,11 @@ void cli_print_diagnosis(struct cli *c, const json_t *job, const json_t *diag)
     const char *text = jsonx_str(s, "summary"), *cause = jsonx_str(s, "cause");
     if (text && *text && cause)
         printf("  diagnosis: %s\n", text);
-    if (cause)
-        printf("  cause: %s (%s, %s)\n", cause, jsonx_str(s, "role") ? jsonx_str(s, "role") : "-",
-               jsonx_bool(s, "retryable", false) ? "a restart may help"
-                                                 : "a restart will not help");
+    const char *restart = cli_restart_words(jsonx_str(s, "retry_class"), cause);
+    if (cause && restart)
+        printf("  cause: %s (%s)\n", cause, restart);
+    else if (cause)
+        printf("  cause: %s\n", cause);
     where(c, &b, s);
     printf("  first failure: %s\n", buf_cstr(&b));
     const json_t *ranks = json_object_get(s, "ranks"), *suspects = json_object_get(s, "suspects");

@@ -76,6 +76,7 @@ static void times(void)
     CHECK_STR(rel(86400 * 4 + 7200), "4d2h ago");
     CHECK_STR(rel(86400 * 40 + 7200), "40d ago");
     CHECK_STR(rel(-30), "in 30s");
+    CHECK_STR(rel(-3), "just now"); /* the daemon's clock a little ahead, not the future */
     CHECK_STR(dur(850 * NS_PER_MS), "850ms");
     CHECK_STR(dur(80 * NS_PER_SEC), "1m20s");
     CHECK_STR(dur(-5), "0ms");
@@ -85,6 +86,17 @@ static void times(void)
     cli_reltime_str(&b, "2026-11-22T03:00:00Z", 1795316400LL * NS_PER_SEC + 90 * NS_PER_SEC);
     CHECK_STR(buf_cstr(&b), "--1m30s ago");
     buf_release(&b);
+}
+
+/* The cause line says what a restart can do only as far as the diagnosis knows it. */
+static void restart_words(void)
+{
+    CHECK_STR(cli_restart_words("retryable", "nccl_timeout"), "a restart may help");
+    CHECK(strstr(cli_restart_words("deterministic", "cuda_oom"), "will not help") != NULL);
+    /* a plain exit 5, a hang: nobody knows; "will not help" would be a guess */
+    CHECK(strstr(cli_restart_words("unknown", "exit"), "will not") == NULL);
+    CHECK(strstr(cli_restart_words("unknown", "hang"), "may help if the hang was transient"));
+    CHECK(cli_restart_words(NULL, "exit") == NULL);
 }
 
 static void problems(void)
@@ -204,6 +216,7 @@ static void sse(void)
 
 int main(void)
 {
+    restart_words();
     tables();
     times();
     problems();
