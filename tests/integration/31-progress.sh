@@ -49,6 +49,12 @@ check_eq "finished: no time left" 0 "$(echo "$j" | jq .progress.eta_seconds)"
 check_eq "finished: the last loss printed (1.00 or 1.01), not the summary's mean train_loss" true "$(echo "$j" | jq '.progress.loss < 1.1')"
 check "per-job series leave /metrics with the job" test -z "$(api GET /metrics | grep "job_id=\"$id\"")"
 
+# A job that ends before its bar does (fewer epochs than planned, an early stop) has succeeded:
+# finished, nothing left to wait for.
+early=$(job early 'printf " 50%%|#####     | 20/40 [00:02<00:02, 10.00it/s]\n" >&2; sleep 0.5')
+check "early stop succeeds" wait_state "$early" succeeded
+check_eq "early stop: finished, no ETA" "true 0" "$(api GET "/v1/jobs/$early" | jq -r '"\(.progress.finished) \(.progress.eta_seconds)"')"
+
 # The series.
 all=$(api GET "/v1/jobs/$id/metrics")
 check_eq "loss for both ranks" "0,1" "$(echo "$all" | jq -r '[.series[] | select(.name=="loss") | .rank] | map(tostring) | join(",")')"
