@@ -64,10 +64,11 @@ void jsonx_put_real(struct buf *out, double v)
         return;
     }
     /* The fewest digits that read back as the same double: a loss printed as 10.4461 is
-     * answered as 10.4461, not as %.17g's 10.446099999999999. */
-    for (int prec = 1; prec <= 17; prec++) {
+     * answered as 10.4461, not as %.17g's 10.446099999999999. When any form of at most 15
+     * digits reads back, %.15g (trailing zeros dropped) is that form, so three tries do. */
+    for (int prec = 15; prec <= 17; prec++) {
         snprintf(s, sizeof(s), "%.*g", prec, v);
-        if (strtod(s, NULL) == v)
+        if (prec == 17 || strtod(s, NULL) == v) /* 17 digits always read back */
             break;
     }
     /* jansson's marks of a real: ".0" when it would read as an integer, exponent unpadded */

@@ -170,20 +170,18 @@ size_t stall_stragglers(const struct stall_rank *ranks, size_t n, const struct s
 size_t stall_quiet(const struct stall_result *r, const struct stall_rank *ranks, size_t n, int *out,
                    size_t max)
 {
-    int64_t now = r->last_progress_ns + r->idle_ns, latest = 0;
+    int64_t latest = 0;
     for (size_t i = 0; i < n; i++)
         if (ranks[i].last_line_ns > latest)
             latest = ranks[i].last_line_ns;
-    /* Silent for half the limit while another rank still printed: that one is alive (NCCL
-     * retries, a heartbeat), the silent one is where to look. */
+    /* Silent for half the limit before another rank's last line: that one is alive (NCCL
+     * retries, a heartbeat), the silent one is where to look. Ranks are compared with each
+     * other, not with the clock, so lines still on their way through ingest change nothing. */
     int64_t quiet_for = r->limit_ns / 2;
     size_t k = 0;
-    bool someone_talks = now - latest < quiet_for;
-    for (size_t i = 0; i < n && k < max; i++) {
-        bool silent = ranks[i].last_line_ns == 0 || now - ranks[i].last_line_ns >= quiet_for;
-        if (silent && someone_talks)
+    for (size_t i = 0; i < n && k < max; i++)
+        if (ranks[i].last_line_ns == 0 || latest - ranks[i].last_line_ns >= quiet_for)
             out[k++] = ranks[i].rank;
-    }
     if (k)
         return k;
     /* Everyone silent, or everyone talking: the ranks behind the others' step, if any. */
@@ -225,11 +223,12 @@ void stall_summary(const struct stall_result *r, const struct stall_rank *ranks,
                  (double)r->limit_ns / 1e9);
     const struct stall_rank *q = nquiet ? rank_of(ranks, n, quiet[0]) : NULL;
     if (!q) {
-        int64_t now = r->last_progress_ns + r->idle_ns, latest = 0;
+        int64_t latest = 0;
         for (size_t i = 0; i < n; i++)
             if (ranks[i].last_line_ns > latest)
                 latest = ranks[i].last_line_ns;
-        bool silent = now - latest >= r->limit_ns / 2;
+        /* silent: nothing printed well after the last step (lag in ingest is not speech) */
+        bool silent = latest - r->last_progress_ns < r->limit_ns / 2;
         snprintf(out, cap, "%s: %s",
                  !silent ? "every rank still prints, but nothing advances"
                  : n > 1 ? "every rank went quiet"

@@ -79,9 +79,9 @@ size_t stall_stragglers(const struct stall_rank *ranks, size_t n, const struct s
 #define STALL_QUIET_MAX 64
 
 /* The ranks to look at in a stall, into out (up to max); returns how many. A rank is quiet when
- * it printed nothing for half the limit while another rank still prints (the printers are
- * alive: NCCL retries, heartbeats). When all or none are silent: the ranks whose step is behind
- * the others'. None: nothing tells them apart. */
+ * its last line is half the limit older than another rank's (the printers are alive: NCCL
+ * retries, heartbeats). When none is: the ranks whose step is behind the others'. None:
+ * nothing tells them apart. */
 size_t stall_quiet(const struct stall_result *r, const struct stall_rank *ranks, size_t n, int *out,
                    size_t max);
 /* One line for the job's message: which rank went quiet, its last line and when, and since
