@@ -71,13 +71,16 @@ function epochAt(epochs, t) {
   return best ? best.value : null;
 }
 
-// What the series can be plotted against: {key: 'step'|'epoch'|'time', label, x(point)}.
+// What the series can be plotted against: {key: 'step'|'epoch'|'time', label, x(point, series)}.
+// epochs: Map rank -> that rank's epoch points sorted by time (a rank prints its own epoch on the
+// same line as its loss); t0: the first point's time.
 export function xAxisFor(series, epochs, t0) {
   const pts = series.flatMap(s => s.points);
   if (pts.length && pts.every(p => typeof p.step === 'number')) return { key: 'step', label: 'step', x: p => p.step };
-  if (epochs && epochs.length && pts.every(p => epochAt(epochs, p.time) !== null))
-    return { key: 'epoch', label: 'epoch', x: p => epochAt(epochs, p.time) };
-  return { key: 'time', label: 'minutes since start', x: p => (p.time - t0) / 60000 };
+  const of = s => (epochs && (epochs.get(s.rank) || epochs.get(undefined) || [...epochs.values()][0])) || null;
+  if (epochs && epochs.size && series.every(s => of(s) && s.points.every(p => epochAt(of(s), p.time) !== null)))
+    return { key: 'epoch', label: 'epoch', x: (p, s) => epochAt(of(s), p.time) };
+  return { key: 'time', label: 'minutes since the first point', x: p => (p.time - t0) / 60000 };
 }
 
 const xName = ax => (ax.key === 'time' ? 'minute' : ax.key);
@@ -86,12 +89,13 @@ function readoutText(title, ax, x, rows) {
   return `${xName(ax)} ${exact(+x.toPrecision(6))}: ` + rows.map(r => `${r.name} ${exact(r.y)}`).join(', ');
 }
 
-// lineChart({title, series: [{name, points: [{step, time, value}]}], epochs, t0}) -> <figure>.
-// Each series' last point is its last value (the caller replaces a downsampled tail).
-export function lineChart({ title, series, epochs = null, t0 = 0, id }) {
+// lineChart({title, series: [{name, rank, points: [{step, time, value}]}], epochs}) -> <figure>.
+// Each series' last point is its last value (the caller appends a downsampled series' own).
+export function lineChart({ title, series, epochs = null, id }) {
+  const t0 = Math.min(...series.flatMap(s => s.points.map(p => p.time)));
   const ax = xAxisFor(series, epochs, t0);
   const lines = series.map((s, i) => ({ name: s.name, c: i % 6,
-    pts: s.points.map(p => ({ x: ax.x(p), y: p.value })).filter(p => isFinite(p.x) && isFinite(p.y))
+    pts: s.points.map(p => ({ x: ax.x(p, s), y: p.value })).filter(p => isFinite(p.x) && isFinite(p.y))
       .sort((a, b) => a.x - b.x) })).filter(s => s.pts.length);
   if (!lines.length) return h('p', { class: 'muted' }, `No ${title.toLowerCase()} reported yet.`);
   const all = lines.flatMap(s => s.pts);
@@ -215,6 +219,17 @@ export function readMetrics(data) {
 // final metrics, not as one-point charts.
 export const SUMMARY = /^(train_runtime|train_samples_per_second|train_steps_per_second|train_loss|total_flos)$/;
 
+// One throughput chart, in one unit: tokens, else samples, else iterations per second (the
+// others are a click away among the more series).
+function throughput(names, taken) {
+  const all = names.filter(n => !taken.has(n) && /per_sec|per_second|throughput|tokens_s|it_s$/.test(n));
+  for (const re of [/token/, /sample/, /./]) {
+    const g = all.filter(n => re.test(n));
+    if (g.length) { g.forEach(n => taken.add(n)); return { title: 'Throughput', names: g }; }
+  }
+  return null;
+}
+
 // The charts a job's series make, in order: [{title, names}]; a series of one point is a
 // value, not a curve (it is listed among the final metrics).
 export function chartGroups(series) {
@@ -230,7 +245,7 @@ export function chartGroups(series) {
     group('Loss', n => /loss/.test(n) && !/scale/.test(n)),
     group('Gradient norm', n => /grad_norm|gradient_norm/.test(n)),
     group('Learning rate', n => /^(learning_rate|lr)$|learning_rate/.test(n)),
-    group('Throughput', n => /per_sec|per_second|throughput|tokens_s|it_s$/.test(n)),
+    throughput(names, taken),
   ].filter(Boolean);
   return { groups, others: names.filter(n => !taken.has(n)) };
 }

@@ -111,19 +111,20 @@ export function chartsPanel(jobId) {
   const body = h('div', { class: 'charts' }, h('p', { class: 'muted' }, 'Loading…'));
   const el = h('section', { class: 'card', 'aria-labelledby': 'sec-charts' }, h('h2', { id: 'sec-charts' }, 'Training'), body);
   let extra = new Set(), last = null;
-  function render(series, t0) {
+  function render(series) {
     const { groups, others } = chartGroups(series);
-    const epochs = series.has('epoch') ? series.get('epoch')[0].points.slice().sort((a, b) => a.time - b.time) : null;
+    const epochs = series.has('epoch') ? new Map(series.get('epoch').map(e =>
+      [e.rank, e.points.slice().sort((a, b) => a.time - b.time)])) : null;
     if (!groups.length && !others.length) {
       clear(body, h('p', { class: 'muted' }, 'No metric series reported yet.'));
       return;
     }
     const shown = groups.concat([...extra].filter(n => others.includes(n)).map(n => ({ title: n, names: [n] })));
-    clear(body, shown.map((g, i) => lineChart({ title: g.title, id: `chart-${i}`, epochs, t0,
+    clear(body, shown.map((g, i) => lineChart({ title: g.title, id: `chart-${i}`, epochs,
       series: g.names.flatMap(n => series.get(n).slice(0, 8)) })),
     others.filter(n => !extra.has(n)).length ? h('div', { class: 'more-series' }, h('span', { class: 'muted small' }, 'More series: '),
       others.filter(n => !extra.has(n)).map(n => h('button', { type: 'button', class: 'small-btn',
-        on: { click: () => { extra.add(n); render(series, t0); } } }, n))) : null);
+        on: { click: () => { extra.add(n); render(series); } } }, n))) : null);
   }
   return {
     el,
@@ -141,7 +142,7 @@ export function chartsPanel(jobId) {
       const key = JSON.stringify([...series].map(([n, l]) => [n, l.map(s => s.points.length), l[0].points[l[0].points.length - 1]]));
       if (key !== last) {
         last = key;
-        render(series, job.started_at ? Date.parse(job.started_at.replace(/(\.\d{3})\d+/, '$1')) : 0);
+        render(series);
       }
       return series;
     },

@@ -49,7 +49,7 @@ done
 echo "{${q('train_runtime')}: 1234.5, ${q('train_samples_per_second')}: 12.3, ${q('train_steps_per_second')}: 0.4, ${q('train_loss')}: 0.5659, ${q('epoch')}: 3.0}"`;
 
 async function hfCharts({ page, d }) {
-  const id = await d.submit({ name: 'web-hf', command: sh(HF), labels: { team: 'nlp' } });
+  const id = await d.submit({ name: 'mistral-7b-sft', command: sh(HF), labels: { team: 'nlp' } });
   await d.waitState(id, 'succeeded', 60000);
   await d.waitLogComplete(id);
   const raw = await (await fetch(`${d.url}/v1/jobs/${id}/metrics?name=loss`, { headers: { Authorization: `Bearer ${TOKEN}` } })).text();
@@ -132,7 +132,7 @@ exit 1; fi
 sleep 0.8; echo "[rank$RANK]: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, remote process exited or there was a network error, NCCL version 2.21.5" >&2; sleep 30`;
 
 async function failureCard({ page, d }) {
-  const id = await d.submit({ name: 'web-keyerror', command: sh(KEYERROR), procs_per_node: 8, labels: { team: 'nlp' } });
+  const id = await d.submit({ name: 'llama-8b-sft', command: sh(KEYERROR), procs_per_node: 8, labels: { team: 'nlp' } });
   await d.waitState(id, 'failed', 60000);
   await d.waitLogComplete(id);
   const diag = (await d.api('GET', `/v1/jobs/${id}/diagnosis`)).body;
@@ -186,7 +186,7 @@ const WD = 'Watchdog caught collective operation timeout: WorkNCCL(SeqNum=77, Op
   'NumelOut=1, Timeout(ms)=600000) ran for 600010 milliseconds before timing out.';
 
 async function everyRankTimedOut({ page, d }) {
-  const id = await d.submit({ name: 'web-alike', procs_per_node: 2,
+  const id = await d.submit({ name: 'gpt-1b-allreduce', procs_per_node: 2,
     command: sh(`echo "[E501 12:10:01.123 ProcessGroupNCCL.cpp:616] [Rank $RANK] ${WD}" >&2; sleep 2; exit 6`) });
   await d.waitState(id, 'failed', 30000);
   await page.goto(`${d.url}/#/jobs/${id}`);
@@ -201,7 +201,7 @@ if [ "$RANK" = 1 ]; then echo "fetching batch 11"; sleep 120; fi
 for i in $(seq 1 240); do echo "NCCL WARN Net : Connection retry $i"; sleep 0.5; done`;
 
 async function stalledCard({ page, d }) {
-  const id = await d.submit({ name: 'web-stall', command: sh(QUIET), procs_per_node: 2,
+  const id = await d.submit({ name: 'bert-mlm-hang', command: sh(QUIET), procs_per_node: 2,
     health: { stall_after_seconds: 2 } });
   await d.waitState(id, 'running');
   for (let i = 0; i < 150 && !(await d.api('GET', `/v1/jobs/${id}`)).body.stalled; i++) await sleep(100);
@@ -235,7 +235,7 @@ async function stalledCard({ page, d }) {
 }
 
 async function queuedCard({ page, d }) {
-  const id = await d.submit({ name: 'web-held', command: ['true'], suspend: true, procs_per_node: 3 });
+  const id = await d.submit({ name: 'eval-harness', command: ['true'], suspend: true, procs_per_node: 3 });
   await page.goto(`${d.url}/#/jobs/${id}`);
   await page.waitForSelector('#sec-wait');
   const card = await page.textContent('#sec-wait >> xpath=..');
@@ -260,13 +260,20 @@ async function searchColumns({ page, d }) {
   check('search: the time column is not squeezed', s.squeezed === 0, s);
 }
 
+// A pretraining loop printing key=value lines (exact steps) beside a tqdm bar (the total):
+// loss, gradient norm, a warm-up then cosine learning rate, tokens per second.
+const PRETRAIN = `for i in $(seq 1 600); do
+  printf "\\r%3d%%|###| %d/600 [00:10<00:20, 20.00it/s]" $((i / 6)) $i >&2
+  awk -v i=$i 'BEGIN{lr = (i < 50) ? 3e-4 * i / 50 : 1.5e-4 * (1 + cos(3.14159 * (i - 50) / 550));
+    printf "step=%d loss=%.4f grad_norm=%.3f lr=%.3g tokens_per_sec=%d\\n", i, 2.2*exp(-i/120)+1.6+0.04*sin(i*0.7),
+      0.9*exp(-i/200)+0.25+0.05*cos(i*1.3), lr, 51000+1500*sin(i/9)}'
+  sleep 0.03; done`;
+
 async function runningJob({ page, d }) {
-  const id = await d.submit({ name: 'web-running', labels: { team: 'nlp' }, command: sh(`for i in $(seq 1 400); do
-  printf "\\r%3d%%|###| %d/400 [00:01<00:04, 3.33it/s]" $((i / 4)) $i >&2
-  [ $((i % 5)) = 0 ] && echo "{${q('loss')}: $(awk "BEGIN{printf \\"%.4f\\", 2.5*exp(-$i/90)+0.4}"), ${q('learning_rate')}: 5e-05, ${q('epoch')}: $(awk "BEGIN{printf \\"%.3f\\", $i/400}")}"
-  sleep 0.05; done`) });
+  const id = await d.submit({ name: 'gpt-350m-pretrain', labels: { team: 'core', model: 'gpt-350m' }, procs_per_node: 2,
+    command: sh(PRETRAIN) });
   await d.waitState(id, 'running');
-  await sleep(6000);
+  await sleep(9000);
   await page.goto(`${d.url}/#/jobs`);
   await page.waitForSelector(`tr[data-id="${id}"] progress`);
   await docShot(page, 'jobs');
@@ -274,7 +281,10 @@ async function runningJob({ page, d }) {
   await page.waitForSelector('#sec-run');
   await page.waitForSelector('#sec-charts >> xpath=.. >> svg.chart');
   const card = await page.textContent('#sec-run >> xpath=..');
-  check('running: progress, ETA and health lead', /Progress\s*\d+ \/ 400/.test(card) && /ETA/.test(card) && /Health/.test(card), card);
+  check('running: progress, ETA and health lead', /Progress\s*\d+ \/ 600/.test(card) && /ETA/.test(card) && /Health/.test(card), card);
+  const titles = await page.$$eval('.charts figure figcaption strong', f => f.map(x => x.textContent));
+  check('running: loss, gradient norm, learning rate and throughput charts', ['Loss', 'Gradient norm', 'Learning rate', 'Throughput']
+    .every(t => titles.includes(t)), titles);
   await docShot(page, 'job-running', true);
   await d.api('POST', `/v1/jobs/${id}/cancel`);
 }
