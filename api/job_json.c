@@ -98,15 +98,17 @@ static bool suspended(const struct job *j)
 }
 
 /* The row's reason and message, or what the job's state says better: a running job that
- * stalled says so (its row still says "every rank is running"); a queued job resumed after a
- * suspension is no longer "Suspended" (resuming changes no state, so the row keeps it). */
+ * stalled says so (its row still says "every rank is running"); a queued job resumed after
+ * trainyard held it is no longer "Suspended" (resuming changes no state, so the row keeps it;
+ * a job Kueue suspends has its own message and stays "Suspended"). */
 static void put_reason(struct buf *out, const struct job *j, const struct job_view *v)
 {
     const char *reason = j->reason ? j->reason : "", *message = j->message ? j->message : "";
     if (j->state == JOB_RUNNING && v->stalled && v->stall_summary) {
         reason = "Stalled";
         message = v->stall_summary;
-    } else if (j->state == JOB_QUEUED && !suspended(j) && strcmp(reason, "Suspended") == 0) {
+    } else if (j->state == JOB_QUEUED && !suspended(j) && strcmp(reason, "Suspended") == 0 &&
+               strncmp(message, "held until", 10) == 0) { /* trainyard's hold, not Kueue's */
         reason = "Resumed";
         message = "resumed; waiting for free slots";
     }

@@ -33,7 +33,9 @@ function linearAxis(lo, hi, n) {
   if (lo === hi) { const d = Math.abs(lo) * 0.1 || 1; lo -= d; hi += d; }
   const pad = (hi - lo) * 0.04;
   const step = niceStep(hi - lo + 2 * pad, n);
-  const a = Math.floor((lo - pad) / step) * step, b = Math.ceil((hi + pad) / step) * step;
+  /* no negative tick under values that cannot be negative (a learning rate from 0) */
+  const a = lo >= 0 && lo - pad < 0 ? 0 : Math.floor((lo - pad) / step) * step;
+  const b = Math.ceil((hi + pad) / step) * step;
   const ticks = [];
   for (let v = a; v <= b + step * 1e-9; v += step) ticks.push(+v.toPrecision(12));
   return { lo: a, hi: b, ticks, f: v => v, inv: v => v };

@@ -161,6 +161,8 @@ static const struct rank *named_rank(const struct diag_summary *s, const struct 
     int want = s->log_rank >= 0 ? s->log_rank : s->rank;
     if (!s->found)
         return first;
+    if (s->every_rank)
+        return NULL; /* no rank is named, so no rank's ending either */
     for (size_t i = 0; i < n && want >= 0; i++)
         if (ranks[i].rank == want)
             return &ranks[i];

@@ -115,7 +115,7 @@ check_eq "missing command: the job's reason" "failed CommandNotFound" "$(echo "$
 check "missing command: the message says so" grep -q "command was not found" <<<"$(echo "$j" | jq -r .message)"
 check_eq "NET/OFI warning: an NCCL error, not context" "nccl_error consequence" "$(api GET "/v1/jobs/$ofi/diagnosis" | jq -r '[.findings[] | select(.pattern=="nccl_ofi_warn")][0] | "\(.kind) \(.role)"')"
 j=$(api GET "/v1/jobs/$alike")
-check_eq "every rank timed out: no rank blamed" "NCCLTimeout null" "$(echo "$j" | jq -r '"\(.reason) \(.first_failure.rank)"')"
+check_eq "every rank timed out: no rank blamed, nor its ending" "NCCLTimeout null null null" "$(echo "$j" | jq -r '"\(.reason) \(.first_failure.rank) \(.first_failure.exit_code) \(.first_failure.signal)"')"
 check "every rank timed out: the message says so" grep -q "timed out on all 2 ranks alike" <<<"$(echo "$j" | jq -r .message)"
 
 # NCCL timeouts everywhere but on rank 2: rank 2 is named.
