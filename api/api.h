@@ -92,6 +92,15 @@ struct api_daemon {
                         const json_t *body);
 };
 
+/* The daemon's place in the cluster, for the cluster policy (api/policy.h): where jobs naming
+ * no namespace run, and what is the daemon's own, which no non-admin job may use. */
+struct api_cluster {
+    const char *jobs_namespace;   /* the executor's default; NULL: unknown (a job must name one) */
+    const char *namespace;        /* the daemon's own; NULL or "": none known */
+    const char *service_accounts; /* the daemon's own identities, comma-separated */
+    const char *volume_claims;    /* the daemon's own volumes (its database), comma-separated */
+};
+
 struct api {
     struct store *store;
     struct wakeups *wakeups; /* wakes log followers when lines arrive */
@@ -107,6 +116,7 @@ struct api {
     const char *local_checkpoint_roots; /* comma-separated; non-admins' checkpoint.path */
     const char *data_dir;               /* never a job's checkpoint path */
     bool kubernetes_enabled;
+    struct api_cluster cluster;
     int local_slots;        /* ranks the local executor can run at once */
     const char *public_url; /* base URL for links (webhooks, Location), may be NULL */
     int64_t started_at;

@@ -56,6 +56,12 @@ void tokens_list(struct request *req, struct response *res);
 void tokens_revoke(struct request *req, struct response *res);
 void audit_list(struct request *req, struct response *res);
 
+/* api/policies.c */
+void policies_list(struct request *req, struct response *res);
+void policies_get(struct request *req, struct response *res);
+void policies_put(struct request *req, struct response *res);
+void policies_delete(struct request *req, struct response *res);
+
 /* api/templates.c */
 void templates_create(struct request *req, struct response *res);
 void templates_list(struct request *req, struct response *res);

@@ -176,7 +176,10 @@ struct submission *jobs_submission_new(struct api *api, const json_t *doc,
     struct spec_options opts = spec_options(api);
     struct buf text = BUF_INIT;
     struct spec_view v;
-    if (spec_check(doc, &opts, &text, &v, err) < 0 || policy_check(api, o->scope, &v, err) < 0) {
+    struct policy_request who = { .scope = o->scope,
+                                  .token_id = o->token_id,
+                                  .manifest_at = o->manifest_at };
+    if (spec_check(doc, &opts, &text, &v, err) < 0 || policy_check(api, &who, &v, err) < 0) {
         buf_release(&text);
         return NULL;
     }
@@ -238,7 +241,8 @@ static const char *idempotency_key(struct request *req, struct response *res, bo
     return key;
 }
 
-static void dry_run(struct request *req, struct response *res, const json_t *doc)
+static void dry_run(struct request *req, struct response *res, const json_t *doc,
+                    const char *manifest_at)
 {
     struct err err;
     err_init(&err);
@@ -247,7 +251,10 @@ static void dry_run(struct request *req, struct response *res, const json_t *doc
     struct spec_view v;
     if (spec) /* a dry run answers what the submission would: the policy too */
         spec_view(spec, &v);
-    if (spec && policy_check(req->api, req->who.scope, &v, &err) < 0) {
+    struct policy_request who = { .scope = req->who.scope,
+                                  .token_id = req->who.token_id,
+                                  .manifest_at = manifest_at };
+    if (spec && policy_check(req->api, &who, &v, &err) < 0) {
         json_decref(spec);
         spec = NULL;
     }
@@ -318,7 +325,9 @@ static void start_insert(struct request *req, struct response *res)
     jobs_submission_start(rp->s, http_done, rp);
 }
 
-void jobs_submit_request(struct request *req, struct response *res, const json_t *doc)
+/* jobs_submit_request(), for a doc whose manifest (if any) the client sent at manifest_at. */
+static void submit(struct request *req, struct response *res, const json_t *doc,
+                   const char *manifest_at)
 {
     bool bad_key, is_dry = false;
     const char *key = idempotency_key(req, res, &bad_key);
@@ -330,11 +339,13 @@ void jobs_submit_request(struct request *req, struct response *res, const json_t
         return;
     }
     if (is_dry) {
-        dry_run(req, res, doc);
+        dry_run(req, res, doc, manifest_at);
         return;
     }
     struct jobs_submit_opts o = { .owner = req->who.name,
                                   .scope = req->who.scope,
+                                  .token_id = req->who.token_id,
+                                  .manifest_at = manifest_at,
                                   .idempotency_key = key,
                                   .request_id = req->request_id };
     struct err err;
@@ -354,19 +365,26 @@ void jobs_submit_request(struct request *req, struct response *res, const json_t
     res->deferred_ctx = rp;
 }
 
+void jobs_submit_request(struct request *req, struct response *res, const json_t *doc)
+{
+    submit(req, res, doc, NULL);
+}
+
 void jobs_create(struct request *req, struct response *res)
 {
     json_t *doc = request_body_doc(req, res);
     if (!doc)
         return;
+    const char *manifest_at = NULL;
     if (manifest_detect(doc)) {
         json_t *wrapped = manifest_submit_doc(req, res, doc);
         json_decref(doc);
         if (!wrapped)
             return;
         doc = wrapped;
+        manifest_at = ""; /* refusals point into the manifest the client sent */
     }
-    jobs_submit_request(req, res, doc);
+    submit(req, res, doc, manifest_at);
     json_decref(doc);
 }
 

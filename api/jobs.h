@@ -16,6 +16,11 @@
 struct jobs_submit_opts {
     const char *owner;            /* who submits: a token's name, "trigger/<name>" */
     enum scope scope;             /* what the submitter may run (api/policy.h) */
+    const char *token_id;         /* the submitter's token, whose cluster policy applies; NULL:
+                                     none (triggers run as admin) */
+    const char *manifest_at;      /* where kubernetes.manifest was in what the client sent, for
+                                     the pointers of a refusal: "" when the manifest was the
+                                     body; NULL: "/kubernetes/manifest" */
     const char *idempotency_key;  /* NULL: none */
     const char *idempotency_hash; /* what a reuse of the key must match; NULL: the SHA-256 of
                                      the canonical spec */

@@ -51,6 +51,11 @@ const struct route routes[] = {
     { HTTP_GET, "/v1/tokens", SCOPE_ADMIN, "tokens_list", tokens_list },
     { HTTP_DELETE, "/v1/tokens/{id}", SCOPE_ADMIN, "tokens_revoke", tokens_revoke },
     { HTTP_GET, "/v1/audit", SCOPE_ADMIN, "audit_list", audit_list },
+    /* policies: what non-admin tokens' Kubernetes jobs may use */
+    { HTTP_GET, "/v1/policies", SCOPE_ADMIN, "policies_list", policies_list },
+    { HTTP_GET, "/v1/policies/{name}", SCOPE_ADMIN, "policies_get", policies_get },
+    { HTTP_PUT, "/v1/policies/{name}", SCOPE_ADMIN, "policies_put", policies_put },
+    { HTTP_DELETE, "/v1/policies/{name}", SCOPE_ADMIN, "policies_delete", policies_delete },
     /* templates */
     { HTTP_POST, "/v1/templates", SCOPE_ADMIN, "templates_create", templates_create },
     { HTTP_GET, "/v1/templates", SCOPE_READ, "templates_list", templates_list },

@@ -31,6 +31,7 @@ enum store_module {
     MOD_RENDEZVOUS,
     MOD_MISC,
     MOD_FINDINGS,
+    MOD_POLICIES,
     MOD_WRITER,
     MOD_COUNT
 };

@@ -328,6 +328,18 @@ static const char *const migrations[] = {
     "ALTER TABLE events ADD COLUMN ext_id TEXT;"
     "CREATE UNIQUE INDEX events_by_ext_id ON events(job_pk, ext_id)"
     "  WHERE ext_id IS NOT NULL;",
+    /* 6: cluster policies (api/policy.h): what the Kubernetes jobs of non-admin tokens may use.
+     * A token is governed by the one policy that names it, else by the one named "default". */
+    "CREATE TABLE cluster_policies ("
+    "  name TEXT PRIMARY KEY,"
+    "  grants TEXT NOT NULL," /* JSON: namespaces, service_accounts, ... (api/policy_grants.c) */
+    "  created_by TEXT NOT NULL DEFAULT '',"
+    "  created_at INTEGER NOT NULL,"
+    "  updated_at INTEGER NOT NULL) WITHOUT ROWID;"
+    "CREATE TABLE cluster_policy_tokens ("
+    "  token_id TEXT PRIMARY KEY REFERENCES tokens(id) ON DELETE CASCADE,"
+    "  policy TEXT NOT NULL REFERENCES cluster_policies(name) ON DELETE CASCADE) WITHOUT ROWID;"
+    "CREATE INDEX cluster_policy_tokens_by_policy ON cluster_policy_tokens(policy);",
 };
 
 static int user_version(struct conn *c, int *version, struct err *err)

@@ -46,6 +46,10 @@ struct config {
     char *kubeconfig;
     char *kube_context;
     char *kube_namespace;
+    /* The daemon's own in the cluster: no non-admin job may use them (api/policy.h). */
+    char *kube_daemon_namespace; /* "": its pod's, when it runs in one */
+    char *kube_daemon_service_accounts;
+    char *kube_daemon_volume_claims;
     int kube_log_streams;
     bool diagnosis; /* feed every stored log line to the jobs' diagnoses */
     int64_t stall_floor_ns;

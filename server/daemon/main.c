@@ -22,6 +22,7 @@
 #include "server/health/dcgm.h"
 #include "server/health/health.h"
 #include "core/clock.h"
+#include "core/jsonx.h"
 #include "core/log.h"
 #include "core/wakeups.h"
 #include "core/xalloc.h"
@@ -55,8 +56,9 @@ struct daemon {
     struct api api;
     struct http *http;
     char url[128];
-    int lock_fd;         /* DATA_DIR/trainyard.lock, held while the daemon runs */
-    const char *hide[6]; /* the secrets ranks must not see */
+    char *jobs_namespace; /* where Kubernetes jobs that name none run (the policy's default) */
+    int lock_fd;          /* DATA_DIR/trainyard.lock, held while the daemon runs */
+    const char *hide[6];  /* the secrets ranks must not see */
 };
 
 static int usage(FILE *out)
@@ -435,6 +437,54 @@ static int start_executors(struct daemon *d, struct err *err)
     return 0;
 }
 
+/* Where the kubernetes executor puts a job that names no namespace: what it renders for one. */
+static char *kube_jobs_namespace(struct executor *kube)
+{
+    json_t *probe =
+        json_pack("{s:s,s:s,s:s}", "name", "probe", "image", "probe", "executor", "kubernetes");
+    json_t *obj = kube->render(kube, probe, "probe", NULL);
+    const char *ns = jsonx_str(json_object_get(obj, "metadata"), "namespace");
+    char *out = ns && *ns ? xstrdup(ns) : NULL;
+    json_decref(obj);
+    json_decref(probe);
+    return out;
+}
+
+/* The daemon's own namespace: --kube-daemon-namespace, else its pod's (its service account's),
+ * so that in a cluster it is known without being said. */
+static void daemon_namespace(struct config *cfg)
+{
+    char ns[256] = "";
+    FILE *f = cfg->kube_daemon_namespace[0]
+                  ? NULL
+                  : fopen("/var/run/secrets/kubernetes.io/serviceaccount/namespace", "r");
+    if (f && !fgets(ns, sizeof(ns), f))
+        ns[0] = '\0';
+    if (f)
+        fclose(f);
+    ns[strcspn(ns, "\r\n")] = '\0';
+    if (ns[0]) {
+        free(cfg->kube_daemon_namespace);
+        cfg->kube_daemon_namespace = xstrdup(ns);
+    }
+}
+
+static void setup_cluster(struct daemon *d)
+{
+    daemon_namespace(&d->cfg);
+    d->jobs_namespace = d->kube ? kube_jobs_namespace(d->kube) : NULL;
+    d->api.cluster = (struct api_cluster){ .jobs_namespace = d->jobs_namespace,
+                                           .namespace = d->cfg.kube_daemon_namespace,
+                                           .service_accounts = d->cfg.kube_daemon_service_accounts,
+                                           .volume_claims = d->cfg.kube_daemon_volume_claims };
+    if (d->kube)
+        log_info("cluster policy: jobs that name no namespace run in %s; the daemon's own "
+                 "(namespace %s, service accounts %s, volume claims %s) are for admin tokens",
+                 d->jobs_namespace ? d->jobs_namespace : "(unknown: they must name one)",
+                 d->cfg.kube_daemon_namespace[0] ? d->cfg.kube_daemon_namespace : "(none known)",
+                 d->cfg.kube_daemon_service_accounts, d->cfg.kube_daemon_volume_claims);
+}
+
 static void setup_api(struct daemon *d)
 {
     struct api *a = &d->api;
@@ -449,6 +499,7 @@ static void setup_api(struct daemon *d)
     if (!local_sandboxed(d->executors[0], &a->local_sandbox_why))
         a->local_unsandboxed_refused = strcmp(d->cfg.local_sandbox, "off") != 0;
     a->kubernetes_enabled = d->kube != NULL;
+    setup_cluster(d);
     a->local_slots = d->cfg.local_slots;
     a->started_at = clock_now_ns();
     a->daemon = (struct api_daemon){ .ctx = d,
@@ -538,6 +589,7 @@ static void teardown(struct daemon *d)
         close(d->lock_fd); /* after the store: the next daemon must find it closed */
     ratelimit_release(&d->api);
     wakeups_free(d->wakeups);
+    free(d->jobs_namespace);
     config_release(&d->cfg);
 }
 
