@@ -11,7 +11,7 @@ fi
 D="$TY_SRC/deploy"
 kube_start
 K=(kubectl --kubeconfig "$KC" --cache-dir "$WORK/kcache" --request-timeout=20s)
-check "the namespace is created" "${K[@]}" create -f "$D/namespace.yaml"
+check "the namespaces are created" "${K[@]}" create -f "$D/namespace.yaml"
 out=$("${K[@]}" apply --dry-run=server -f "$D" 2>&1)
 check "kubectl apply --dry-run=server accepts every manifest" test $? -eq 0
 for o in serviceaccount/trainyard role.rbac.authorization.k8s.io/trainyard \
@@ -37,12 +37,12 @@ check "every setting is one trainyard knows" bash -c "for n in \$(jq -r '.spec.t
 
 # ---- what the daemon asks of the API server, against what the Role and ClusterRole allow
 "${K[@]}" create -f "$D/serviceaccount.yaml" >/dev/null
-ty_start --executor kubernetes --kubeconfig "$KC" --namespace trainyard
+ty_start --executor kubernetes --kubeconfig "$KC" --namespace trainyard-jobs
 a=$(submit_id '{"name":"a","image":"x","nodes":2}')
 b=$(submit_id '{"name":"b","image":"x","nodes":2,"kubernetes":{"kind":"TrainJob"}}')
 c=$(submit_id '{"name":"c","image":"x","nodes":2,"kubernetes":{"annotations":{"testserver.trainyard.io/rank-exit-codes":"1=3"}}}')
 d=$(submit_id '{"name":"d","image":"x","nodes":1,"kubernetes":{"annotations":{"testserver.trainyard.io/run-forever":"true"}}}')
-eventually "the jobs ran in the trainyard namespace" 60 bash -c "for j in $a $b; do curl -s -H 'Authorization: Bearer $TOKEN' $URL/v1/jobs/\$j | jq -e '.state==\"succeeded\"' || exit 1; done"
+eventually "the jobs ran in the trainyard-jobs namespace" 60 bash -c "for j in $a $b; do curl -s -H 'Authorization: Bearer $TOKEN' $URL/v1/jobs/\$j | jq -e '.state==\"succeeded\"' || exit 1; done"
 eventually "the failing one failed" 60 state_is "$c" failed
 eventually "the long one runs" 30 state_is "$d" running
 api POST "/v1/jobs/$d/cancel" >/dev/null
