@@ -32,6 +32,7 @@ static const struct command commands[] = {
     { "nodes", cli_cmd_nodes, 0, 0, "", "the cluster's nodes (Kubernetes executor)" },
     { "templates", cli_cmd_templates, 0, 0, "", "job templates" },
     { "triggers", cli_cmd_triggers, 0, 0, "", "S3 triggers" },
+    { "policies", cli_cmd_policies, 0, 0, "", "cluster policies: what tokens' jobs may use" },
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 

@@ -90,5 +90,6 @@ int cli_cmd_logs(struct cli *c);
 int cli_cmd_nodes(struct cli *c);
 int cli_cmd_templates(struct cli *c);
 int cli_cmd_triggers(struct cli *c);
+int cli_cmd_policies(struct cli *c);
 
 #endif

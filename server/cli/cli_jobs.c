@@ -271,6 +271,16 @@ static const struct column trigger_cols[] = {
     { "CREATED", "created_at", 'a' },
 };
 
+static const struct column policy_cols[] = {
+    { "NAME", "name", 't' },
+    { "TOKENS", "tokens", 't' },
+    { "NAMESPACES", "namespaces", 't' },
+    { "ACCOUNTS", "service_accounts", 't' },
+    { "CLAIMS", "volume_claims", 't' },
+    { "REGISTRIES", "image_registries", 't' },
+    { "UPDATED", "updated_at", 'a' },
+};
+
 /* GET path (a list: {"items": [...], "next_cursor"?}) and print it. */
 static int list(struct cli *c, const char *path0, const struct column *cols, size_t n)
 {
@@ -322,4 +332,10 @@ int cli_cmd_triggers(struct cli *c)
 {
     c->hint_404 = "this daemon has no triggers (/v1/triggers comes with issue 8)";
     return list(c, "/v1/triggers", trigger_cols, sizeof(trigger_cols) / sizeof(trigger_cols[0]));
+}
+
+int cli_cmd_policies(struct cli *c)
+{
+    c->hint_404 = "this daemon has no cluster policies (/v1/policies comes with issue 17)";
+    return list(c, "/v1/policies", policy_cols, sizeof(policy_cols) / sizeof(policy_cols[0]));
 }

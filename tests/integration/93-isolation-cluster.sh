@@ -139,6 +139,7 @@ check_eq "an admin sets the default" 201 "$(status PUT /v1/policies/default -H "
     -d '{"namespaces":["*"],"service_accounts":["*"],"volume_claims":["*"],"image_registries":["*"]}')"
 accepted "the default grants the other token team-b" "$other" "$(bad '.kubernetes.namespace="team-b"|del(.placement)')"
 refused "but never the daemon's own" "$other" "$own" "" '?dry_run=true' /kubernetes/namespace /kubernetes/service_account
+check "trainyard policies lists them" bash -c "TRAINYARD_URL='$URL' TRAINYARD_TOKEN='$TOKEN' '$TRAINYARD' policies | grep -E '^team-a +$ci_id +team-a +trainer +team-a-\\* +registry.example.com/team-a '"
 check_eq "deleting a policy" 204 "$(status DELETE /v1/policies/team-a)"
 refused "puts its tokens under the default" "$ci" "$ok" "" '?dry_run=true' /placement/instance_type
 
