@@ -344,9 +344,22 @@ static bool rule(struct walk *w, const char *key, const json_t *v)
     return false;
 }
 
+/* Kubernetes field names are ASCII; a decoder that folds case the Unicode way (Go's
+ * encoding/json: "ſ" is "s") would read "hoſtNetwork" as hostNetwork, so such a name is
+ * refused rather than passed unread. */
+static bool ascii(const char *key)
+{
+    for (const unsigned char *p = (const unsigned char *)key; *p; p++)
+        if (*p >= 0x80)
+            return false;
+    return true;
+}
+
 static void walk_member(struct walk *w, const char *key, const json_t *v)
 {
-    if (rule(w, key, v))
+    if (!ascii(key))
+        refuse(w, "is not a Kubernetes field name (they are ASCII)");
+    else if (rule(w, key, v))
         walk_value(w, v);
 }
 

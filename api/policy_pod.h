@@ -15,7 +15,8 @@
  *    persistentVolumeClaim's claimName, every image, nodeName, nodeSelector and the node
  *    affinity's In/Exists terms.
  *
- * Labels are not read (they are names, not settings). Pure; thread-safe.
+ * A field name that is not ASCII is refused (a decoder folding Unicode case could read it as
+ * one of the above). Labels are not read (they are names, not settings). Pure; thread-safe.
  */
 #ifndef TY_POLICY_POD_H
 #define TY_POLICY_POD_H

@@ -170,6 +170,8 @@ static void host_and_privilege(void)
     CHECK(refused(PTJ("", ",'securityContext':{'privileged':'true'}"), AT,
                   AT WORKER "/containers/0/securityContext/privileged", NULL));
     CHECK(allowed(PTJ(",'hostNetwork':false", ",'securityContext':{'privileged':false}")));
+    CHECK(
+        refused(PTJ(",'ho\u017ftNetwork':true", ""), AT, AT WORKER "/ho\xc5\xbftNetwork", "ASCII"));
     /* Annotations that turn AppArmor off, in the manifest and in a native spec. */
     CHECK(refused("{'name':'j','executor':'kubernetes','kubernetes':{'manifest':{'spec':{"
                   "'template':{'metadata':{'annotations':{'container.apparmor.security.beta."
