@@ -6,6 +6,7 @@
  */
 #include "api/policy_pod.h"
 
+#include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <strings.h>
@@ -33,13 +34,16 @@ struct walk {
     int refused;
 };
 
+/* walk_value() stops at WALK_MAX; the rules below it push at most 3 more steps. */
 static void push(struct walk *w, const char *key)
 {
+    assert(w->depth < WALK_MAX + 8);
     w->path[w->depth++] = (struct step){ key, 0 };
 }
 
 static void push_index(struct walk *w, size_t i)
 {
+    assert(w->depth < WALK_MAX + 8);
     w->path[w->depth++] = (struct step){ NULL, i };
 }
 

@@ -258,17 +258,17 @@ static void what_a_policy_grants(void)
                   "/kubernetes/manifest/spec/template/spec/nodeName", NULL));
     CHECK(refused(TEAMPTJ(",'containers':[{'name':'x','image':'docker.io/x'}]"), at,
                   "/kubernetes/manifest/spec/template/spec/containers/0/image", NULL));
-    const char *aff =
-        ",'affinity':{'nodeAffinity':{'requiredDuringSchedulingIgnoredDuringExecution'"
-        ":{'nodeSelectorTerms':[{'matchExpressions':[{'key':'node.kubernetes.io/"
-        "instance-type','operator':'In','values':['p5.48xlarge','%s']},{'key':"
-        "'kubernetes.io/hostname','operator':'NotIn','values':['anything']},{'key'"
-        ":'%s','operator':'%s'}]}]}}}";
+#define AFF                                                                                        \
+    ",'affinity':{'nodeAffinity':{'requiredDuringSchedulingIgnoredDuringExecution'"                \
+    ":{'nodeSelectorTerms':[{'matchExpressions':[{'key':'node.kubernetes.io/"                      \
+    "instance-type','operator':'In','values':['p5.48xlarge','%s']},{'key':"                        \
+    "'kubernetes.io/hostname','operator':'NotIn','values':['anything']},{'key'"                    \
+    ":'%s','operator':'%s'}]}]}}}"
     char spec[2048], pod[1024];
-    snprintf(pod, sizeof(pod), aff, "p5.4xlarge", "gpu", "DoesNotExist");
+    snprintf(pod, sizeof(pod), AFF, "p5.4xlarge", "gpu", "DoesNotExist");
     snprintf(spec, sizeof(spec), TEAMPTJ("%s"), pod);
     CHECK(allowed(spec));
-    snprintf(pod, sizeof(pod), aff, "g5.xlarge", "gpu", "Exists");
+    snprintf(pod, sizeof(pod), AFF, "g5.xlarge", "gpu", "Exists");
     snprintf(spec, sizeof(spec), TEAMPTJ("%s"), pod);
     const char *terms = "/kubernetes/manifest/spec/template/spec/affinity/nodeAffinity/"
                         "requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms/0/"
