@@ -32,7 +32,7 @@ struct submission {
     char *spec_text;    /* canonical */
     char id[SORTID_LEN + 1];
     char hash[SHA256_HEX_LEN];
-    char *idem_key, *idem_hash, *owner, *request_id;
+    char *idem_key, *idem_hash, *owner, *owner_id, *request_id;
     struct label *labels;
     struct job_new jn;
     struct job_inserted out;
@@ -49,6 +49,7 @@ void jobs_submission_free(struct submission *s)
     free(s->idem_key);
     free(s->idem_hash);
     free(s->owner);
+    free(s->owner_id);
     free(s->request_id);
     free(s->labels);
     free(s);
@@ -75,6 +76,7 @@ void jobs_submission_write(struct buf *out, const struct submission *s)
                      .nranks = s->jn.nranks,
                      .spec = s->spec_text,
                      .owner = (char *)s->jn.owner,
+                     .owner_id = (char *)s->jn.owner_id,
                      .desired = s->jn.hold ? "hold" : "run",
                      .created_at = s->jn.now,
                      .updated_at = s->jn.now };
@@ -194,6 +196,7 @@ struct submission *jobs_submission_new(struct api *api, const json_t *doc,
     s->idem_key = dup_or_null(o->idempotency_key);
     s->idem_hash = dup_or_null(o->idempotency_hash);
     s->owner = xstrdup(o->owner ? o->owner : "");
+    s->owner_id = xstrdup(o->owner_id ? o->owner_id : "");
     s->request_id = xstrdup(o->request_id ? o->request_id : "");
     size_t nlabels = v.labels ? json_object_size(v.labels) : 0;
     s->labels = xcalloc(nlabels ? nlabels : 1, sizeof(*s->labels));
@@ -213,6 +216,7 @@ struct submission *jobs_submission_new(struct api *api, const json_t *doc,
                               .priority = v.priority,
                               .queue = v.queue,
                               .owner = s->owner,
+                              .owner_id = s->owner_id,
                               .hold = v.suspend,
                               .labels = s->labels,
                               .nlabels = nlabels,
@@ -343,6 +347,7 @@ static void submit(struct request *req, struct response *res, const json_t *doc,
         return;
     }
     struct jobs_submit_opts o = { .owner = req->who.name,
+                                  .owner_id = req->who.token_id,
                                   .scope = req->who.scope,
                                   .token_id = req->who.token_id,
                                   .manifest_at = manifest_at,
@@ -495,10 +500,12 @@ void jobs_get(struct request *req, struct response *res)
     respond_job(req, res, 200, req->params[0]);
 }
 
-/* submit-scope tokens act only on their own jobs; admin on every job. */
+/* submit-scope tokens act only on their own jobs, by token id (a new token given a revoked
+ * one's name is someone else); admin on every job. */
 static bool may_change(struct request *req, struct response *res, const struct job *j)
 {
-    if (req->who.scope == SCOPE_ADMIN || strcmp(j->owner, req->who.name) == 0)
+    if (req->who.scope == SCOPE_ADMIN ||
+        (j->owner_id[0] && strcmp(j->owner_id, req->who.token_id) == 0))
         return true;
     problem(req, res, ERR_FORBIDDEN,
             "only the token that submitted a job (or an admin) may "

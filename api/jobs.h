@@ -15,6 +15,7 @@
 
 struct jobs_submit_opts {
     const char *owner;            /* who submits: a token's name, "trigger/<name>" */
+    const char *owner_id;         /* the token's id, which owns the job; NULL: none */
     enum scope scope;             /* what the submitter may run (api/policy.h) */
     const char *token_id;         /* the submitter's token, whose cluster policy applies; NULL:
                                      none (triggers run as admin) */

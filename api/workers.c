@@ -171,16 +171,18 @@ static void preflight_text(const json_t *report, char *out, size_t cap)
         snprintf(out, cap, "%zu checks passed", json_array_size(checks));
 }
 
+/* The report comes from inside the job (its worker token): evidence, which marks the node for
+ * every job only when the job is an admin's or jobs of several owners agree (store/nodes.h). */
 static void mark_node(struct request *req, const struct job *j, const char *node, const char *text)
 {
-    struct node_mark_new m = { .name = node,
-                               .state = "suspect",
+    struct node_evidence e = { .node = node,
+                               .job_id = j->id,
+                               .owner_id = j->owner_id,
+                               .owner = j->owner,
                                .reason = "PreflightFailed",
                                .message = text,
-                               .source = "preflight",
-                               .job_id = j->id,
-                               .created_by = req->who.name };
-    store_node_mark(req->api->store, &m, NULL);
+                               .source = "preflight" };
+    store_node_evidence(req->api->store, &e, NULL, NULL);
 }
 
 void ranks_preflight(struct request *req, struct response *res)

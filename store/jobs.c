@@ -14,7 +14,9 @@
 
 #define JOB_COLS                                                                                   \
     "pk, id, name, executor, state, reason, message, priority, queue, nranks, spec, owner, "       \
-    "attempt, desired, first_failure, exec_state, created_at, started_at, finished_at, updated_at"
+    "attempt, desired, first_failure, exec_state, created_at, started_at, finished_at, "           \
+    "updated_at, "                                                                                 \
+    "owner_id"
 
 enum {
     J_INSERT,
@@ -35,9 +37,9 @@ enum {
 
 static const char *const sql[] = {
     [J_INSERT] = "INSERT INTO jobs (id, name, executor, state, reason, message, priority, queue,"
-                 " nranks, spec, owner, desired, created_at, updated_at)"
+                 " nranks, spec, owner, owner_id, desired, created_at, updated_at)"
                  " VALUES (:id, :name, :executor, 'queued', :reason, :message, :priority, :queue,"
-                 " :nranks, :spec, :owner, :desired, :now, :now)",
+                 " :nranks, :spec, :owner, :owner_id, :desired, :now, :now)",
     [J_LABEL] = "INSERT INTO job_labels (job_pk, key, value) VALUES (:pk, :key, :value)",
     [J_RANK] = "INSERT INTO ranks (job_pk, rank, state) VALUES (:pk, :rank, 'pending')",
     [J_IDEM_GET] =
@@ -63,6 +65,14 @@ static const char *const sql[] = {
 };
 
 #define STMT(c, i, err) stmt((c), MOD_JOBS, (i), sql[(i)], (err))
+
+/* Idempotency keys are the submitter's: its token id, so that a new token with a revoked one's
+ * name does not replay (and learn) the old one's jobs; the name for submitters without a token
+ * (triggers, auth off). */
+static const char *idem_owner(const struct job_new *jn)
+{
+    return jn->owner_id && jn->owner_id[0] ? jn->owner_id : jn->owner ? jn->owner : "";
+}
 
 static char *dup_col(sqlite3_stmt *s, int i)
 {
@@ -94,6 +104,7 @@ static void job_fill(void *slot, sqlite3_stmt *s)
     j->started_at = col_int(s, 17);
     j->finished_at = col_int(s, 18);
     j->updated_at = col_int(s, 19);
+    j->owner_id = dup_col(s, 20);
     *(struct job **)slot = j;
 }
 
@@ -109,6 +120,7 @@ void job_free(struct job *j)
     free(j->queue);
     free(j->spec);
     free(j->owner);
+    free(j->owner_id);
     free(j->desired);
     free(j->first_failure);
     free(j->exec_state);
@@ -134,7 +146,7 @@ static int idempotency_check(struct conn *c, const struct job_new *jn, struct jo
     sqlite3_stmt *s = STMT(c, J_IDEM_GET, err);
     if (!s)
         return -1;
-    bind_text(s, ":owner", jn->owner);
+    bind_text(s, ":owner", idem_owner(jn));
     bind_text(s, ":key", jn->idempotency_key);
     int rc = sqlite3_step(s);
     if (rc == SQLITE_DONE)
@@ -216,6 +228,7 @@ static int apply_insert(struct conn *c, void *arg, struct err *err)
     bind_int(s, ":nranks", jn->nranks);
     bind_text(s, ":spec", jn->spec);
     bind_text(s, ":owner", jn->owner ? jn->owner : "");
+    bind_text(s, ":owner_id", jn->owner_id ? jn->owner_id : "");
     bind_text(s, ":desired", jn->hold ? "hold" : "run");
     bind_int(s, ":now", jn->now);
     if (sql_exec_stmt(c, s, err, "storing the job") < 0)
@@ -238,7 +251,7 @@ static int apply_insert(struct conn *c, void *arg, struct err *err)
     s = STMT(c, J_IDEM_PUT, err);
     if (!s)
         return -1;
-    bind_text(s, ":owner", jn->owner);
+    bind_text(s, ":owner", idem_owner(jn));
     bind_text(s, ":key", jn->idempotency_key);
     bind_text(s, ":hash", jn->body_hash);
     bind_int(s, ":pk", pk);

@@ -30,7 +30,8 @@ struct job {
     char *queue;
     int nranks;
     char *spec;          /* canonical JSON text */
-    char *owner;         /* name of the token that submitted it */
+    char *owner;         /* name of the token that submitted it, "trigger/<name>": shown */
+    char *owner_id;      /* id of that token, which owns the job; "" when no token did */
     int attempt;         /* restarts of the whole job so far */
     char *desired;       /* "run", "cancel" or "hold" */
     char *first_failure; /* JSON text or NULL */
@@ -66,8 +67,9 @@ struct job_new {
     int nranks;
     int priority;
     const char *queue;
-    const char *owner;
-    bool hold; /* suspend: stays queued until resumed */
+    const char *owner;    /* shown: the token's name, "trigger/<name>" */
+    const char *owner_id; /* the token's id: who may change the job; NULL or "": none */
+    bool hold;            /* suspend: stays queued until resumed */
     const struct label *labels;
     size_t nlabels;
     const char *idempotency_key; /* NULL: none */

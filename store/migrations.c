@@ -340,6 +340,24 @@ static const char *const migrations[] = {
     "  token_id TEXT PRIMARY KEY REFERENCES tokens(id) ON DELETE CASCADE,"
     "  policy TEXT NOT NULL REFERENCES cluster_policies(name) ON DELETE CASCADE) WITHOUT ROWID;"
     "CREATE INDEX cluster_policy_tokens_by_policy ON cluster_policy_tokens(policy);",
+    /* 7: a job is owned by the id of the token that submitted it, not its name: a new token
+     * given a revoked token's name is not the old one. Jobs from before get the id of the
+     * newest token of their owner's name created before them (the one that submitted them). */
+    "ALTER TABLE jobs ADD COLUMN owner_id TEXT NOT NULL DEFAULT '';"
+    "UPDATE jobs SET owner_id = coalesce((SELECT t.id FROM tokens t WHERE t.name = jobs.owner"
+    "  AND t.job_pk IS NULL AND t.created_at <= jobs.created_at"
+    "  ORDER BY t.created_at DESC, t.pk DESC LIMIT 1), '');",
+    /* 8: what jobs' own findings say about nodes (an Xid in a log, a failed preflight): one
+     * row per (node, job), so that a mark needs jobs of several owners (store/nodes.h) */
+    "CREATE TABLE node_evidence ("
+    "  node TEXT NOT NULL,"
+    "  job_id TEXT NOT NULL,"
+    "  owner_id TEXT NOT NULL,"
+    "  reason TEXT NOT NULL,"
+    "  message TEXT NOT NULL DEFAULT '',"
+    "  source TEXT NOT NULL," /* diagnosis | preflight */
+    "  at INTEGER NOT NULL,"
+    "  PRIMARY KEY (node, job_id)) WITHOUT ROWID;",
 };
 
 static int user_version(struct conn *c, int *version, struct err *err)

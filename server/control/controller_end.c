@@ -18,26 +18,24 @@
 
 #define SETTLE_EXTRA_NS (5 * NS_PER_SEC) /* beyond the stop grace, for the last log lines */
 
-/* Marks the node the diagnosis blames (Xid, ECC...) suspect, unless it has a mark. */
+/* The node the diagnosis blames (Xid, ECC...) is this job's verdict, from its own log and exit:
+ * recorded as evidence, which marks the node for every job only when the job is an admin's or
+ * jobs of several owners agree (store/nodes.h). A mark already there is kept. */
 static void mark_node(struct controller *c, const struct job *j, const struct outcome *o)
 {
     if (!o->node_fault || !o->node[0])
         return;
-    struct node_mark *have = store_node_mark_get(c->st, o->node, NULL);
-    bool marked = have != NULL;
-    node_mark_free(have);
-    if (marked)
-        return; /* already marked (a failed preflight, an admin): keep that mark */
-    struct node_mark_new m = { .name = o->node,
-                               .state = "suspect",
+    struct node_evidence e = { .node = o->node,
+                               .job_id = j->id,
+                               .owner_id = j->owner_id,
+                               .owner = j->owner,
                                .reason = o->reason,
                                .message = o->message,
-                               .source = "diagnosis",
-                               .job_id = j->id };
+                               .source = "diagnosis" };
     struct err err;
     err_init(&err);
-    if (store_node_mark(c->st, &m, &err) < 0)
-        log_warn("controller: marking node %s: %s", o->node, err.msg);
+    if (store_node_evidence(c->st, &e, NULL, &err) < 0)
+        log_warn("controller: evidence against node %s: %s", o->node, err.msg);
     err_release(&err);
 }
 
