@@ -283,16 +283,20 @@ static void check_int(struct walk *w, const struct field *f, json_t *v)
     buf_put_int(w->out, x);
 }
 
-/* A quantity is kept as a string: a number becomes its decimal text. */
+/* A quantity is kept as a string: a number becomes its decimal text, which must read back as a
+ * quantity (so -0.0, "-0" once written, and 1e300, past what a quantity holds, are refused as
+ * the same value written as a string would be). */
 static void check_quantity(struct walk *w, json_t *v)
 {
     int64_t milli;
     char num[64];
-    if (json_is_integer(v) && json_integer_value(v) >= 0) {
-        snprintf(num, sizeof(num), "%lld", (long long)json_integer_value(v));
+    if (json_is_integer(v) && json_integer_value(v) >= 0 &&
+        snprintf(num, sizeof(num), "%lld", (long long)json_integer_value(v)) > 0 &&
+        parse_quantity(num, &milli) == 0) {
         put_string(w, num);
-    } else if (json_is_real(v) && json_real_value(v) >= 0 && isfinite(json_real_value(v))) {
-        snprintf(num, sizeof(num), "%g", json_real_value(v));
+    } else if (json_is_real(v) && !signbit(json_real_value(v)) &&
+               snprintf(num, sizeof(num), "%g", json_real_value(v)) > 0 &&
+               parse_quantity(num, &milli) == 0) {
         put_string(w, num);
     } else if (json_is_string(v) && parse_quantity(json_string_value(v), &milli) == 0) {
         jsonx_dump_string(w->out, json_string_value(v), json_string_length(v));

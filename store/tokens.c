@@ -21,6 +21,7 @@ enum {
     T_AUDIT_ADD,
     T_AUDIT_LIST,
     T_REVOKE_JOB,
+    T_REVOKE_BOOTSTRAP,
 };
 
 static const char *const sql[] = {
@@ -42,6 +43,9 @@ static const char *const sql[] = {
     [T_AUDIT_ADD] = "INSERT INTO audit (time, actor, action, target, detail, request_id)"
                     " VALUES (:time, :actor, :action, :target, :detail, :request_id)",
     [T_REVOKE_JOB] = "UPDATE tokens SET revoked_at = :now WHERE job_pk = :pk AND revoked_at = 0",
+    [T_REVOKE_BOOTSTRAP] =
+        "UPDATE tokens SET revoked_at = :now WHERE name = :name AND revoked_at = 0"
+        " AND job_pk IS NULL AND created_by = 'bootstrap'",
     [T_AUDIT_LIST] = "SELECT pk, time, actor, action, target, detail, request_id FROM audit"
                      " WHERE (:target IS NULL OR target = :target) AND pk < :before"
                      " ORDER BY pk DESC LIMIT :limit",
@@ -60,6 +64,14 @@ static int apply_insert(struct conn *c, void *arg, struct err *err)
 {
     const struct token_new *t = arg;
     sqlite3_stmt *s;
+    if (t->replaces_bootstrap) {
+        if (!(s = STMT(c, T_REVOKE_BOOTSTRAP, err)))
+            return -1;
+        bind_text(s, ":name", t->name);
+        bind_int(s, ":now", t->now);
+        if (sql_exec_stmt(c, s, err, "revoking the replaced admin token") < 0)
+            return -1;
+    }
     if (!t->job_pk) {
         s = STMT(c, T_NAME_TAKEN, err);
         if (!s)
@@ -90,7 +102,10 @@ static int apply_insert(struct conn *c, void *arg, struct err *err)
 
 int store_token_insert(struct store *st, const struct token_new *t, struct err *err)
 {
-    return store_write_wait(st, apply_insert, (void *)t, err);
+    int rc = store_write_wait(st, apply_insert, (void *)t, err);
+    if (t->replaces_bootstrap)
+        store_tokens_changed(st);
+    return rc;
 }
 
 /* Fills a slot of a token list (a `struct token *`) from a row. */

@@ -196,6 +196,20 @@ int main(void)
     CHECK_INT(call(&api, list, "/v1/jobs", auth), 401);
     CHECK_INT(call(&api, list, "/v1/jobs", "Bearer ty_notatoken"), 401);
     CHECK_INT(call(&api, list, "/v1/jobs", "Basic dXNlcjpwdw=="), 401);
+    /* Issue 17: a new secret in --admin-token-file made the daemon refuse to start (the name
+     * was taken). It replaces the old one, which stops working; a revoked secret stays so. */
+    const char *first = "ty_firstadminsecret0123456789", *second = "ty_secondadminsecret012345678";
+    CHECK_INT(auth_token_ensure(st, "admin-bootstrap", first, &err), 0);
+    CHECK_INT(auth_token_ensure(st, "admin-bootstrap", first, &err), 0);
+    CHECK_INT(auth_token_ensure(st, "admin-bootstrap", second, &err), 0);
+    snprintf(auth, sizeof(auth), "Bearer %s", second);
+    CHECK_INT(call(&api, list, "/v1/jobs", auth), 200);
+    snprintf(auth, sizeof(auth), "Bearer %s", first);
+    CHECK_INT(call(&api, list, "/v1/jobs", auth), 401);
+    CHECK_INT(auth_token_ensure(st, "admin-bootstrap", first, &err), -1);
+    CHECK_INT(err.code, ERR_CONFLICT);
+    err_release(&err);
+    err_init(&err);
     rendezvous_release(&api);
     store_close(st);
     wakeups_free(api.wakeups);

@@ -115,11 +115,42 @@ static void test_view_and_rejection(void)
     json_decref(doc);
 }
 
+/* Issue 17: resources.memory took -0.0 (stored as "-0") and 1e300, which no quantity holds. */
+static void test_quantities(void)
+{
+    static const char *const bad[] = { "-0.0", "1e300",  "-1",       "9223372036854775807",
+                                       "1e17", "\"-0\"", "\"1e300\"" };
+    char text[256];
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(text, sizeof(text),
+                 "{\"name\":\"q\",\"command\":[\"x\"],\"resources\":{\"memory\":%s}}", bad[i]);
+        json_t *doc = json_loads(text, 0, NULL);
+        struct spec_view v;
+        struct buf out = BUF_INIT;
+        struct err err;
+        err_init(&err);
+        if (spec_check(doc, &local, &out, &v, &err) == 0)
+            fprintf(stderr, "memory %s accepted\n", bad[i]);
+        CHECK_STR(err.nfields ? err.fields[0].pointer : "", "/resources/memory");
+        err_release(&err);
+        buf_release(&out);
+        json_decref(doc);
+    }
+    struct spec_view v;
+    json_t *doc;
+    char *ok = canonical("{\"name\":\"q\",\"command\":[\"x\"],\"resources\":{\"memory\":0.5}}",
+                         &local, &v, &doc);
+    CHECK(strstr(ok, "\"memory\":\"0.5\"") != NULL);
+    free(ok);
+    json_decref(doc);
+}
+
 int main(void)
 {
     local.limits = kube.limits = &default_limits()->spec;
     test_defaults_and_order();
     test_values();
     test_view_and_rejection();
+    test_quantities();
     return check_done();
 }
