@@ -14,6 +14,7 @@
 #include "api/manifest.h"
 #include "api/manifest_submit.h"
 #include "api/selector.h"
+#include "job/secretenv.h"
 #include "job/spec.h"
 #include "core/clock.h"
 #include "core/crypto.h"
@@ -91,14 +92,30 @@ void jobs_submission_write(struct buf *out, const struct submission *s)
     free(ranks);
 }
 
+/* Whether req sees the job's secret values (job/secretenv.h): its owner and admins do, other
+ * readers do not. */
+static bool hides_secrets(const struct request *req, const struct job *j)
+{
+    bool owner = j->owner_id[0] && strcmp(j->owner_id, req->who.token_id) == 0;
+    return req->who.scope != SCOPE_ADMIN && !owner;
+}
+
 /* Writes a stored job as the API shows it, with its progress and stalled flag from the
- * diagnosis; its spec is the stored text, not parsed. */
+ * diagnosis; its spec is the stored text, not parsed, unless secrets are hidden from the
+ * reader (redact) and it has some. */
 static int write_job(struct buf *out, struct api *api, const struct job *j,
-                     const struct rank *ranks, size_t n, struct err *err)
+                     const struct rank *ranks, size_t n, bool redact, struct err *err)
 {
     json_t *labels = store_job_labels(api->store, j->pk, err);
     if (!labels)
         return -1;
+    struct buf clean = BUF_INIT;
+    struct job shown;
+    if (redact && secretenv_redact(j->spec, &clean)) {
+        shown = *j;
+        shown.spec = clean.data;
+        j = &shown;
+    }
     struct job_view v = { .labels = labels, .ranks = ranks, .nranks = n };
     json_t *progress = NULL, *diag = NULL;
     store_diag_progress(api->store, j->pk, &progress, &v.stalled, NULL);
@@ -111,6 +128,7 @@ static int write_job(struct buf *out, struct api *api, const struct job *j,
     json_decref(diag);
     json_decref(progress);
     json_decref(labels);
+    buf_release(&clean);
     return 0;
 }
 
@@ -124,7 +142,8 @@ static void respond_job(struct request *req, struct response *res, int status, c
     struct rank *ranks = NULL;
     size_t n = 0;
     if (j && store_ranks_get(st, j->pk, &ranks, &n, &err) == 0 &&
-        write_job(response_json_body(res, status), req->api, j, ranks, n, &err) == 0)
+        write_job(response_json_body(res, status), req->api, j, ranks, n, hides_secrets(req, j),
+                  &err) == 0)
         buf_putc(&res->body, '\n');
     else
         problem_respond(req, res, &err); /* replaces whatever was written */
@@ -476,7 +495,7 @@ void jobs_list(struct request *req, struct response *res)
     for (size_t i = 0; i < n && !err_is_set(&err); i++) {
         if (i)
             buf_putc(out, ',');
-        write_job(out, req->api, jobs[i], NULL, 0, &err);
+        write_job(out, req->api, jobs[i], NULL, 0, hides_secrets(req, jobs[i]), &err);
     }
     store_snapshot_end(req->api->store);
     jobs_free(jobs, n);
