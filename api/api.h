@@ -117,8 +117,9 @@ struct api {
     const char *data_dir;               /* never a job's checkpoint path */
     bool kubernetes_enabled;
     struct api_cluster cluster;
-    int local_slots;        /* ranks the local executor can run at once */
-    const char *public_url; /* base URL for links (webhooks, Location), may be NULL */
+    int local_slots;          /* ranks the local executor can run at once */
+    const char *public_url;   /* base URL for links (webhooks, Location), may be NULL */
+    bool webhook_allow_local; /* webhook URLs may name loopback/link-local/metadata addresses */
     int64_t started_at;
     void *ratelimit;          /* api/ratelimit.c state */
     void *rendezvous;         /* api/rendezvous.c state: requests waiting for keys and barriers */

@@ -7,11 +7,13 @@
  */
 #include "core/httpc.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <pthread.h>
 #include <strings.h>
 #include <time.h>
 
+#include "core/addrpolicy.h"
 #include "core/clock.h"
 #include "core/crypto.h"
 #include "core/xalloc.h"
@@ -26,6 +28,7 @@ struct httpc {
     char *ca_file;
     char *user_agent;
     char errbuf[CURL_ERROR_SIZE];
+    char refused[160]; /* public_only: the address the last attempt was refused, and why */
 };
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
@@ -180,6 +183,24 @@ static void set_method(CURL *c, const struct httpc_request *rq)
     }
 }
 
+/* public_only: every socket libcurl opens for a connection is checked on its address first. */
+static curl_socket_t open_socket(void *ctx, curlsocktype purpose, struct curl_sockaddr *a)
+{
+    struct httpc *h = ctx;
+    const char *why = addrpolicy_refuses(&a->addr);
+    if (purpose == CURLSOCKTYPE_IPCXN && why) {
+        char text[INET6_ADDRSTRLEN] = "?";
+        const void *bytes = a->family == AF_INET
+                                ? (const void *)&((struct sockaddr_in *)&a->addr)->sin_addr
+                                : (const void *)&((struct sockaddr_in6 *)&a->addr)->sin6_addr;
+        inet_ntop(a->family, bytes, text, sizeof(text));
+        snprintf(h->refused, sizeof(h->refused), "refused to connect to %s: a %s address", text,
+                 why);
+        return CURL_SOCKET_BAD;
+    }
+    return socket(a->family, a->socktype, a->protocol);
+}
+
 static void setup(struct httpc *h, const char *url, struct transfer *t, struct curl_slist *list)
 {
     CURL *c = h->curl;
@@ -212,7 +233,13 @@ static void setup(struct httpc *h, const char *url, struct transfer *t, struct c
     curl_easy_setopt(c, CURLOPT_HEADERDATA, t);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, list);
     set_method(c, t->rq);
+    if (h->o.public_only) {
+        curl_easy_setopt(c, CURLOPT_OPENSOCKETFUNCTION, open_socket);
+        curl_easy_setopt(c, CURLOPT_OPENSOCKETDATA, h);
+        curl_easy_setopt(c, CURLOPT_PROXY, "");
+    }
     h->errbuf[0] = '\0';
+    h->refused[0] = '\0';
 }
 
 /* One attempt. 0 with resp->status when an answer came; -1 with libcurl's reason in why and
@@ -234,11 +261,14 @@ static int attempt(struct httpc *h, const char *url, const struct httpc_request 
             httpc_retry_after_ms(httpc_header(resp, "Retry-After", v, sizeof(v)), clock_now_ns());
         return 0;
     }
-    snprintf(why, cap, "%s", h->errbuf[0] ? h->errbuf : curl_easy_strerror(rc));
+    snprintf(why, cap, "%s",
+             h->refused[0]  ? h->refused
+             : h->errbuf[0] ? h->errbuf
+                            : curl_easy_strerror(rc));
     *timed_out = rc == CURLE_OPERATION_TIMEDOUT;
     resp->fatal = rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE ||
                   rc == CURLE_SSL_CERTPROBLEM || rc == CURLE_URL_MALFORMAT ||
-                  rc == CURLE_UNSUPPORTED_PROTOCOL;
+                  rc == CURLE_UNSUPPORTED_PROTOCOL || h->refused[0];
     return -1;
 }
 

@@ -44,6 +44,11 @@ struct httpc_options {
     size_t max_body;         /* response bytes kept; 0: 64 KiB */
     const char *user_agent;  /* NULL: "trainyard/<version>" */
     int64_t retry_for_ns;    /* how long a `retry` request keeps trying; 0: 60 s */
+    /* Connect only to addresses core/addrpolicy.h allows, judged on the address each connection
+     * goes to (so a name that resolves elsewhere the second time, DNS rebinding, is caught),
+     * and ignore proxy settings (a proxy would connect for us). A refused address fails the
+     * request (fatal) saying which address and why. */
+    bool public_only;
     /* Told about each retry ("Connection refused; retrying in 0.4s"); NULL: silent. */
     void (*notice)(void *ctx, const char *msg);
     void *notice_ctx;

@@ -118,6 +118,9 @@ static const struct option_def options[] = {
     OPT("webhook-retry-max", O_DURATION, webhook_retry_max_ns, "1h",
         "longest delay between attempts"),
     OPT("webhook-attempts", O_INT, webhook_attempts, "12", "attempts per webhook message at most"),
+    OPT("webhook-allow-local", O_BOOL, webhook_allow_local, "off",
+        "let webhook URLs reach loopback, link-local and cloud metadata addresses (a receiver "
+        "on this host, tests)"),
 };
 
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))

@@ -65,6 +65,7 @@ struct config {
     int64_t webhook_retry_base_ns;
     int64_t webhook_retry_max_ns;
     int webhook_attempts;
+    bool webhook_allow_local;
     struct api_limits limits;
 };
 

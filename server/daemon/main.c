@@ -341,6 +341,7 @@ static void open_triggers(struct daemon *d)
         .retry = { .base_ms = c->webhook_retry_base_ns / NS_PER_MS,
                    .max_ms = c->webhook_retry_max_ns / NS_PER_MS,
                    .max_attempts = c->webhook_attempts },
+        .allow_local = c->webhook_allow_local,
     };
     d->notifier = notifier_new(d->store, &no);
 }
@@ -501,6 +502,7 @@ static void setup_api(struct daemon *d)
     a->kubernetes_enabled = d->kube != NULL;
     setup_cluster(d);
     a->local_slots = d->cfg.local_slots;
+    a->webhook_allow_local = d->cfg.webhook_allow_local;
     a->started_at = clock_now_ns();
     a->daemon = (struct api_daemon){ .ctx = d,
                                      .job_changed = on_job_changed,

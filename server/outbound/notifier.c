@@ -423,7 +423,10 @@ static void *work(void *arg)
 {
     pthread_setname_np(pthread_self(), "ty-webhook-send");
     struct notifier *n = arg;
-    struct httpc_options ho = { .timeout_ms = n->opts.timeout_ms };
+    /* The address each connection goes to is checked, not only the URL when it was saved: a
+     * name can resolve to a metadata address the second time (DNS rebinding). */
+    struct httpc_options ho = { .timeout_ms = n->opts.timeout_ms,
+                                .public_only = !n->opts.allow_local };
     struct httpc *h = httpc_new(&ho, NULL);
     for (;;) {
         pthread_mutex_lock(&n->lock);

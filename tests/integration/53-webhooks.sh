@@ -7,7 +7,7 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/hooklib.sh"
 receiver_start
-ty_start --webhook-retry-base 300ms --webhook-retry-max 2s --webhook-timeout 1s \
+ty_start --webhook-allow-local --webhook-retry-base 300ms --webhook-retry-max 2s --webhook-timeout 1s \
     --webhook-attempts 8 --webhook-workers 4
 json() { api "$@" -H 'Content-Type: application/json'; }
 jqtest() { jq -e "$2" <<<"$1" >/dev/null; }

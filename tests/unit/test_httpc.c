@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 
 #include "core/clock.h"
+#include "core/addrpolicy.h"
 #include "core/httpc.h"
 
 struct server {
@@ -493,6 +494,62 @@ static void pure(void)
     err_release(&err);
 }
 
+/* Issue 17: webhook URLs reached link-local and metadata addresses. public_only refuses them on
+ * the address each connection goes to; the policy itself on address bytes. */
+static void destinations(struct server *s)
+{
+    static const char *const refused[] = { "127.0.0.1",
+                                           "127.9.9.9",
+                                           "0.0.0.0",
+                                           "169.254.169.254",
+                                           "169.254.10.1",
+                                           "100.100.100.200",
+                                           "::1",
+                                           "::",
+                                           "fe80::1",
+                                           "fd00:ec2::254",
+                                           "::ffff:127.0.0.1",
+                                           "64:ff9b::a9fe:a9fe",
+                                           "::169.254.169.254",
+                                           "224.0.0.1" };
+    static const char *const allowed[] = { "10.0.0.5", "192.168.1.1", "172.16.0.1",
+                                           "8.8.8.8",  "fd12::1",     "2001:db8::1" };
+    struct err err;
+    err_init(&err);
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        if (addrpolicy_check_host(refused[i], &err) == 0)
+            fprintf(stderr, "allowed: %s\n", refused[i]);
+        CHECK_INT(err.code, ERR_INVALID);
+        err_release(&err);
+        err_init(&err);
+    }
+    for (size_t i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++)
+        CHECK_INT(addrpolicy_check_host(allowed[i], NULL), 0);
+    CHECK_INT(addrpolicy_check_host("[::1]", NULL), -1);
+    CHECK_INT(addrpolicy_check_host("localhost", NULL), -1);
+
+    char url[64];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/echo", s->port);
+    struct httpc_options o = { .timeout_ms = 1000, .public_only = true };
+    struct httpc *h = httpc_new(&o, NULL);
+    struct httpc_response r;
+    httpc_response_init(&r);
+    struct httpc_request get = { .url = url };
+    CHECK_INT(httpc_do(h, &get, &r, &err), -1);
+    CHECK(strstr(err.msg, "127.0.0.1: a loopback address") != NULL);
+    CHECK(r.fatal);
+    err_release(&err);
+    err_init(&err);
+    httpc_free(h);
+    o.public_only = false;
+    h = httpc_new(&o, NULL);
+    CHECK_INT(httpc_do(h, &get, &r, &err), 0);
+    CHECK_INT(r.status, 200);
+    httpc_response_release(&r);
+    httpc_free(h);
+    err_release(&err);
+}
+
 int main(void)
 {
     pure();
@@ -505,6 +562,7 @@ int main(void)
     bounds(&s);
     retries(&s);
     streams(&s);
+    destinations(&s);
     MHD_stop_daemon(s.mhd);
     return check_done();
 }
