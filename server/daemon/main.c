@@ -395,6 +395,7 @@ static int start_executors(struct daemon *d, struct err *err)
                                 .pids_max = d->cfg.local_pids_max,
                                 .hide = d->hide,
                                 .max_line = d->cfg.log_max_line,
+                                .max_log_bytes = d->cfg.log_max_bytes,
                                 .logs = collect_sources(d->collect) };
     if (local_sandbox_mode(d, &lo.sandbox, err) < 0)
         return -1;

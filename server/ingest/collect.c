@@ -3,12 +3,20 @@
  * committed offset, take the pushed batches (collect_sources.c), order each job's lines by time,
  * store them with their positions in one transaction, then retire finished sources. Only the
  * collector thread frees sources, so it may use them without the lock between rounds.
+ *
+ * A rank's file is only the way from its shim to the store: once a round's lines are committed
+ * their bytes are punched out of the file (fallocate PUNCH_HOLE: the size and every offset
+ * stay, the blocks are freed), so the file holds on disk only what is not stored yet, which
+ * the shim keeps within the job's --log-max-bytes (server/local/shim.c). Lines past the
+ * retention limits are the store's to drop; without this the raw files kept every byte a rank
+ * ever wrote.
  */
 #include "server/ingest/collect.h"
 #include "server/ingest/collect_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -24,6 +32,8 @@
 #include "store/logs.h"
 
 #define READ_CHUNK (4u << 20) /* per file per round; larger than any record */
+#define PUNCH_MIN  (64 << 10) /* punch once this much more is stored (a call per round else) */
+#define BLOCK      4096       /* punches end on a block boundary while the file may grow */
 
 static struct gathered *gathered_for(struct collect *c, int64_t pk)
 {
@@ -145,7 +155,10 @@ static void position_file(struct collect *c, struct fsource *f)
 static int64_t read_file(struct collect *c, struct fsource *f)
 {
     if (f->fd < 0) {
-        f->fd = open(f->path, O_RDONLY | O_CLOEXEC);
+        f->fd = open(f->path, O_RDWR | O_CLOEXEC);
+        f->punch = f->fd >= 0;
+        if (f->fd < 0)
+            f->fd = open(f->path, O_RDONLY | O_CLOEXEC); /* read, never punched */
         if (f->fd < 0)
             return 0;
     }
@@ -295,6 +308,20 @@ static int store_round(struct collect *c)
     return rc;
 }
 
+/* Frees the blocks of what is stored: up to the committed offset (its last block too when
+ * the file is done growing). A file system that cannot punch is not asked again. */
+static void punch_stored(struct fsource *f, bool all)
+{
+    int64_t end = all ? f->offset : f->offset - f->offset % BLOCK;
+    if (!f->punch || f->fd < 0 || end - f->punched < (all ? 1 : PUNCH_MIN))
+        return;
+    if (fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, f->punched,
+                  end - f->punched) == 0)
+        f->punched = end;
+    else
+        f->punch = false;
+}
+
 static void unlink_file(struct collect *c, struct fsource *f)
 {
     pthread_mutex_lock(&c->lock);
@@ -335,14 +362,17 @@ static bool round_once(struct collect *c)
         if (rc == 0) {
             f->offset = f->pending;
             f->src_new = false;
+            punch_stored(f, false);
         } else {
             f->pending = f->offset;
         }
     }
     if (rc == 0) {
         collect_pushed_free(pushed);
-        for (size_t i = 0; i < nretire; i++)
+        for (size_t i = 0; i < nretire; i++) {
+            punch_stored(retire[i], true);
             unlink_file(c, retire[i]);
+        }
     } else if (pushed) {
         pthread_mutex_lock(&c->lock); /* put them back in front, in order, still counted */
         struct pushed *last = pushed;

@@ -24,6 +24,8 @@ struct fsource {
     int fd;
     int64_t offset;  /* committed */
     int64_t pending; /* offset after the lines of the round in progress */
+    int64_t punched; /* bytes before this are stored and punched out of the file */
+    bool punch;      /* the file is open for writing and its file system punches holes */
     bool positioned; /* offset loaded from the store */
     bool done;       /* will not grow: retire at end of file */
     int src;         /* -1 until resolved */

@@ -194,12 +194,19 @@ char **launch_shim_argv(struct local *l, const struct launch *ln, const char *di
     const struct spec_view *v = ln->spec;
     char **argv = NULL;
     size_t n = 0;
-    char max_line[32];
+    char max_line[32], max_bytes[32];
     snprintf(max_line, sizeof(max_line), "%lld", (long long)l->opts.max_line);
+    /* The ranks' raw log files share the job's --log-max-bytes; each holds at least a line. */
+    int64_t share = l->opts.max_log_bytes / (v->nranks > 0 ? v->nranks : 1);
+    if (share < l->opts.max_line + 4096)
+        share = l->opts.max_line + 4096;
+    snprintf(max_bytes, sizeof(max_bytes), "%lld", (long long)share);
     arg(&argv, &n, l->exe, NULL);
     arg(&argv, &n, "shim", NULL);
     arg(&argv, &n, "--dir", dir);
     arg(&argv, &n, "--max-line", max_line);
+    if (l->opts.max_log_bytes > 0)
+        arg(&argv, &n, "--max-bytes", max_bytes);
     const char *parts[] = { cg->unified, cg->memory, cg->pids };
     for (size_t i = 0; i < 3; i++) {
         bool seen = false;

@@ -28,6 +28,7 @@ struct local_options {
     int64_t pids_max;        /* processes per rank at most; 0: no limit */
     const char *const *hide; /* files and directories ranks must not see (NULL-terminated) */
     int64_t max_line;
+    int64_t max_log_bytes;  /* a job's log (--log-max-bytes): its ranks' raw files share it */
     const char *daemon_url; /* TRAINYARD_URL for the ranks; may be set later */
     struct log_sources logs;
 };

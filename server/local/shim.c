@@ -12,6 +12,15 @@
  *
  *   DIR/env          the rank's environment, NUL-separated, written by the daemon
  *
+ * With --max-bytes the log file holds at most that many bytes on disk: the collector punches
+ * out what it has stored (server/ingest/collect.c: the file keeps its size and offsets, the
+ * blocks are freed), and while the rank writes faster than the collector stores, the lines that
+ * do not fit are dropped and counted, and a marker line says how many, as on a full disk. The
+ * daemon's --log-max-bytes bounds a job's stored log; without this the file between the rank
+ * and the store grew without bound (15 s of `yes` wrote 4.6 GB with a 2 MiB limit), and a full
+ * disk makes every write of every user fail. On a file system that cannot punch holes the
+ * limit is not applied (the collector could never make room).
+ *
  * The rank's environment never is the shim's: the shim runs as root, and a job's env
  * (LD_PRELOAD, say) must not reach it. With --uid the rank runs sandboxed (sandbox.h); with
  * --kill-cgroup, whatever the rank leaves behind when it ends (a setsid'd or double-forked
@@ -23,6 +32,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/signalfd.h>
@@ -53,8 +63,12 @@ struct shim {
     int log_fd;
     pid_t child;
     struct linesplit split[2];
-    struct buf out; /* records not yet written */
-    size_t dropped; /* lines not kept while the disk was full and out at its limit */
+    struct buf out;    /* records not yet written */
+    size_t dropped;    /* lines not kept while the disk was full and out at its limit */
+    int64_t max_bytes; /* --max-bytes: the file's blocks on disk at most; 0: no limit */
+    bool bounded;      /* max_bytes applies (the file system punches holes) */
+    int64_t room;      /* bytes that may still be added before the next look at the file */
+    size_t over;       /* lines not kept because the file was at max_bytes */
     int64_t now;
     enum log_stream stream; /* of the line being emitted */
 };
@@ -62,9 +76,48 @@ struct shim {
 /* Records waiting while the disk is full; past this, lines are counted, not kept. */
 #define OUT_MAX (64u << 20)
 
+/* Appends r unless the file's limit leaves no room for it; false when it was dropped. */
+static bool put_record(struct shim *s, const struct logrec *r)
+{
+    size_t before = s->out.len;
+    logrec_format(&s->out, r);
+    int64_t used = (int64_t)(s->out.len - before);
+    if (!s->bounded || used <= s->room) {
+        s->room -= used;
+        return true;
+    }
+    s->out.len = before; /* take it back */
+    s->out.data[before] = '\0';
+    return false;
+}
+
+/* The marker for lines dropped at the limit, once there is room again (or force: the end). */
+static void note_over(struct shim *s, bool force)
+{
+    if (!s->over)
+        return;
+    char mark[160];
+    int n = snprintf(mark, sizeof(mark),
+                     "[trainyard: %zu lines lost: the rank wrote faster than its log is stored, "
+                     "past its %lld bytes of --log-max-bytes]",
+                     s->over, (long long)s->max_bytes);
+    struct logrec m = { .time = s->now, .stream = STREAM_STDERR, .text = mark, .len = (size_t)n };
+    if (force) {
+        logrec_format(&s->out, &m);
+        s->over = 0;
+    } else if (put_record(s, &m)) {
+        s->over = 0;
+    }
+}
+
 static void emit(void *ctx, const char *line, size_t len, int flags)
 {
     struct shim *s = ctx;
+    note_over(s, false);
+    if (s->over) {
+        s->over++;
+        return;
+    }
     if (s->out.len >= OUT_MAX) {
         s->dropped++;
         return;
@@ -82,12 +135,31 @@ static void emit(void *ctx, const char *line, size_t len, int flags)
     struct logrec r = {
         .time = s->now, .stream = s->stream, .flags = flags, .text = line, .len = len
     };
-    logrec_format(&s->out, &r);
+    if (!put_record(s, &r))
+        s->over++;
 }
 
 static bool no_room(int e)
 {
     return e == ENOSPC || e == EDQUOT;
+}
+
+/* How much more the file may take: its limit less the blocks it holds and what waits. */
+static void measure_room(struct shim *s)
+{
+    struct stat st;
+    if (s->bounded && fstat(s->log_fd, &st) == 0)
+        s->room = s->max_bytes - (int64_t)st.st_blocks * 512 - (int64_t)s->out.len;
+}
+
+/* Whether the file system can punch holes in the log (tried past its end: nothing changes). */
+static bool can_punch(int fd)
+{
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return false;
+    off_t past = (st.st_size | 0xfffff) + 1;
+    return fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, past, 4096) == 0;
 }
 
 static void flush_records(struct shim *s)
@@ -104,6 +176,7 @@ static void flush_records(struct shim *s)
         off += (size_t)n;
     }
     buf_consume(&s->out, off);
+    measure_room(s);
 }
 
 /* Writes path atomically: a temporary file, fsync, rename, fsync of the directory. */
@@ -260,7 +333,8 @@ static int supervise(struct shim *s, int out_fd, int err_fd, int sfd)
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: trainyard shim --dir DIR [--max-line BYTES] [--cgroup DIR]... "
+    fprintf(stderr, "usage: trainyard shim --dir DIR [--max-line BYTES] [--max-bytes BYTES] "
+                    "[--cgroup DIR]... "
                     "[--kill-cgroup DIR] [--uid UID --gid GID [--hide PATH]... [--bind DIR]... "
                     "[--shm DIR] [--cwd DIR]] -- COMMAND [ARG]...\n");
     return 2;
@@ -293,6 +367,8 @@ static bool parse_option(struct shim *s, const char *opt, const char *v, int64_t
         s->dir = v;
     else if (strcmp(opt, "--max-line") == 0)
         return parse_int64(v, 256, 1 << 24, max_line) == 0;
+    else if (strcmp(opt, "--max-bytes") == 0)
+        return parse_int64(v, 4096, INT64_MAX, &s->max_bytes) == 0;
     else if (strcmp(opt, "--cgroup") == 0)
         return add(s->cgroups, &s->ncgroups, SHIM_MAX_CGROUPS, v);
     else if (strcmp(opt, "--kill-cgroup") == 0)
@@ -404,6 +480,8 @@ int shim_main(int argc, char **argv)
         fprintf(stderr, "trainyard shim: %s: %s\n", path, strerror(errno));
         return 1;
     }
+    s.bounded = s.max_bytes > 0 && can_punch(s.log_fd);
+    measure_room(&s);
     int sfd = signal_fd();
     for (int k = 0; k < 2; k++)
         linesplit_init(&s.split[k], (size_t)max_line);
@@ -421,6 +499,7 @@ int shim_main(int argc, char **argv)
              (long long)started);
     write_atomic(s.dir, "rank.json", json);
     int status = s.child > 0 ? supervise(&s, out[0], err[0], sfd) : (127 << 8);
+    note_over(&s, true);
     flush_records(&s);
     report_end(&s, status);
     for (int k = 0; k < 2; k++)
