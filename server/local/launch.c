@@ -188,6 +188,8 @@ static void sandbox_args(struct local *l, const struct launch *ln, char ***argv,
     arg(argv, n, "--cwd", l->cwd);
 }
 
+#define RAW_LOG_MIN (8ll << 20) /* two of the collector's reads of a file (READ_CHUNK) */
+
 char **launch_shim_argv(struct local *l, const struct launch *ln, const char *dir,
                         const struct cgroup_rank *cg)
 {
@@ -196,10 +198,13 @@ char **launch_shim_argv(struct local *l, const struct launch *ln, const char *di
     size_t n = 0;
     char max_line[32], max_bytes[32];
     snprintf(max_line, sizeof(max_line), "%lld", (long long)l->opts.max_line);
-    /* The ranks' raw log files share the job's --log-max-bytes; each holds at least a line. */
+    /* The ranks' raw log files share the job's --log-max-bytes, but each may hold at least
+     * RAW_LOG_MIN: a file is the way to the store, not the store, and a budget smaller than what
+     * the collector takes in a round or two drops the newest lines of a burst that retention
+     * would keep (the store drops the oldest). */
     int64_t share = l->opts.max_log_bytes / (v->nranks > 0 ? v->nranks : 1);
-    if (share < l->opts.max_line + 4096)
-        share = l->opts.max_line + 4096;
+    if (share < RAW_LOG_MIN)
+        share = RAW_LOG_MIN;
     snprintf(max_bytes, sizeof(max_bytes), "%lld", (long long)share);
     arg(&argv, &n, l->exe, NULL);
     arg(&argv, &n, "shim", NULL);

@@ -16,10 +16,10 @@
  * out what it has stored (server/ingest/collect.c: the file keeps its size and offsets, the
  * blocks are freed), and while the rank writes faster than the collector stores, the lines that
  * do not fit are dropped and counted, and a marker line says how many, as on a full disk. The
- * daemon's --log-max-bytes bounds a job's stored log; without this the file between the rank
- * and the store grew without bound (15 s of `yes` wrote 4.6 GB with a 2 MiB limit), and a full
- * disk makes every write of every user fail. On a file system that cannot punch holes the
- * limit is not applied (the collector could never make room).
+ * daemon gives each rank its share of the job's --log-max-bytes, at least 8 MiB (launch.c).
+ * Without this the file between the rank and the store grew without bound (15 s of `yes` wrote
+ * 4.6 GB with a 2 MiB limit), and a full disk makes every write of every user fail. On a file
+ * system that cannot punch holes the limit is not applied (the collector could never make room).
  *
  * The rank's environment never is the shim's: the shim runs as root, and a job's env
  * (LD_PRELOAD, say) must not reach it. With --uid the rank runs sandboxed (sandbox.h); with

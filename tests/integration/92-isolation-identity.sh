@@ -154,9 +154,10 @@ check "nor in the list" not_in "$(as "$READER" GET '/v1/jobs?limit=100')" 'hf_ab
 check_eq "the submitter sees them" "hf_abcdefghijklmnopqrstuvwxyz postgres://u:hunter2@db/x 3e-4" "$(seen "$CI")"
 check_eq "an admin sees them" "hf_abcdefghijklmnopqrstuvwxyz postgres://u:hunter2@db/x 3e-4" "$(seen "$TOKEN")"
 
-# --- Raw rank logs stay within --log-max-bytes (2 MiB) -----------------------------------------------
+# --- Raw rank logs stay within --log-max-bytes -------------------------------------------------------
 # A rank writing 300 MB as fast as it can: the file between the shim and the store must not hold
-# more than the job's limit on disk at any time, nor keep what was stored.
+# more than its budget on disk at any time (the job's 2 MiB, but at least 8 MiB a rank: two of
+# the collector's reads), nor keep what was stored.
 line=$(printf 'y%.0s' $(seq 1 100))
 flood=$(json POST /v1/jobs -d "{\"name\": \"flood\", \"command\": [\"sh\", \"-c\", \"yes $line | head -c 300000000\"]}" | jq -r .id)
 raw="$DATA/jobs/$flood/a0/r0/log"
@@ -168,7 +169,7 @@ for _ in $(seq 1 600); do
     sleep 0.1
 done
 check "the raw log never held more than the limit on disk (peak $peak bytes)" \
-    test "$peak" -le $((2 * 1024 * 1024 + 256 * 1024))
+    test "$peak" -le $((8 * 1024 * 1024 + 256 * 1024))
 freed() { [ "$(allocated "$raw")" -le 65536 ]; }
 eventually "what was stored is freed from the raw log" 20 freed
 check "lines dropped at the limit are counted in a marker line" test \
