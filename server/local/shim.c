@@ -96,10 +96,10 @@ static void note_over(struct shim *s, bool force)
 {
     if (!s->over)
         return;
-    char mark[160];
+    char mark[224];
     int n = snprintf(mark, sizeof(mark),
-                     "[trainyard: %zu lines lost: the rank wrote faster than its log is stored, "
-                     "past its %lld bytes of --log-max-bytes]",
+                     "[trainyard: %zu lines lost: the rank wrote faster than its log is stored "
+                     "and its log file holds %lld bytes at most (--log-max-bytes)]",
                      s->over, (long long)s->max_bytes);
     struct logrec m = { .time = s->now, .stream = STREAM_STDERR, .text = mark, .len = (size_t)n };
     if (force) {
