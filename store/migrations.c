@@ -346,7 +346,12 @@ static const char *const migrations[] = {
     "ALTER TABLE jobs ADD COLUMN owner_id TEXT NOT NULL DEFAULT '';"
     "UPDATE jobs SET owner_id = coalesce((SELECT t.id FROM tokens t WHERE t.name = jobs.owner"
     "  AND t.job_pk IS NULL AND t.created_at <= jobs.created_at"
-    "  ORDER BY t.created_at DESC, t.pk DESC LIMIT 1), '');",
+    "  ORDER BY t.created_at DESC, t.pk DESC LIMIT 1), '');"
+    /* Idempotency keys follow (store/jobs.c keys them by token id), so a retry across the
+     * upgrade still finds its job. */
+    "UPDATE OR IGNORE idempotency SET owner = (SELECT j.owner_id FROM jobs j"
+    "  WHERE j.pk = idempotency.job_pk) WHERE EXISTS (SELECT 1 FROM jobs j"
+    "  WHERE j.pk = idempotency.job_pk AND j.owner_id <> '');",
     /* 8: what jobs' own findings say about nodes (an Xid in a log, a failed preflight): one
      * row per (node, job), so that a mark needs jobs of several owners (store/nodes.h) */
     "CREATE TABLE node_evidence ("
