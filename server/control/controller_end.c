@@ -1,10 +1,11 @@
 /*
- * controller_end: how a running attempt ends. When a rank fails (or a stall policy stops the
- * job) the other ranks are stopped at once, and the end is decided once every rank has ended
- * and the attempt's logs are stored, so the diagnosis has seen every rank's last lines:
- * restart, preempted or failed, by outcome.c. A job whose ranks all succeeded ends the same
- * way, after its logs are in. A job is in the `ending` set (controller_state.c) from the first
- * of those until its end is decided, at most the stop grace plus SETTLE_EXTRA_NS later. The
+ * controller_end: how a running attempt ends. When a rank fails (or a stall policy or the
+ * deadline stops the job) the other ranks are stopped at once, and the end is decided once every
+ * rank has ended and the attempt's logs are stored, so the diagnosis has seen every rank's last
+ * lines: restart, preempted or failed, by outcome.c; failed (DeadlineExceeded) past the
+ * deadline, whatever the ranks did. A job whose ranks all succeeded ends the same way, after its
+ * logs are in. A job is in the `ending` set (controller_state.c) from the first of those until
+ * its end is decided, at most the stop grace plus SETTLE_EXTRA_NS later. The
  * transitions themselves are controller_state.c's. Controller thread only.
  */
 #include "server/control/controller_end.h"
@@ -63,6 +64,12 @@ static void conclude_failure(struct controller *c, struct executor *ex, const st
     outcome_release(&o);
 }
 
+static void deadline_message(const struct spec_view *v, char *out, size_t size)
+{
+    snprintf(out, size, "ran longer than deadline_seconds (%lld s)",
+             (long long)v->deadline_seconds);
+}
+
 static bool logs_pending(struct controller *c, int64_t pk)
 {
     return c->opts.logs_pending && c->opts.logs_pending(c->opts.logs_ctx, pk);
@@ -88,7 +95,11 @@ void controller_settle(struct controller *c, struct executor *ex, const struct j
     if (logs_pending(c, j->pk) &&
         clock_mono_ns() - e->since < c->opts.stop_grace_ns + SETTLE_EXTRA_NS)
         return;
-    if (failing) {
+    if (e->deadline) {
+        char msg[128];
+        deadline_message(v, msg, sizeof(msg));
+        controller_finish(c, j, JOB_FAILED, "DeadlineExceeded", msg, NULL, NULL, 0);
+    } else if (failing) {
         conclude_failure(c, ex, j, v);
     } else {
         controller_finish(c, j, JOB_SUCCEEDED, "Completed", "every rank exited with code 0", NULL,
@@ -131,18 +142,30 @@ void controller_watch(struct controller *c, struct executor *ex, const struct jo
     }
 }
 
+/* The first pass past the deadline marks the job and stops its ranks (an event says so); it
+ * fails, DeadlineExceeded, only once every rank has ended, as a cancel completes only then: a
+ * `trainyard wait` must not return while the job's processes still run their grace period. */
 void controller_deadline(struct controller *c, struct executor *ex, const struct job *j,
                          const struct spec_view *v, int64_t now)
 {
-    char msg[128];
-    snprintf(msg, sizeof(msg), "ran longer than deadline_seconds (%lld s)",
-             (long long)v->deadline_seconds);
-    if (c->opts.health) {
-        struct ending_event ev = {
-            .rank = -1, .time_ns = now, .reason = "DeadlineExceeded", .message = msg
-        };
-        health_event(c->opts.health, j->pk, j->attempt, &ev);
+    struct ending_job *e = controller_ending_get(c, j->pk);
+    if (!e || !e->deadline) {
+        controller_ending_add(c, j->pk, true)->deadline = true;
+        char msg[128], stopping[192];
+        deadline_message(v, msg, sizeof(msg));
+        snprintf(stopping, sizeof(stopping), "%s: stopping its ranks", msg);
+        if (c->opts.health) {
+            struct ending_event ev = {
+                .rank = -1, .time_ns = now, .reason = "DeadlineExceeded", .message = msg
+            };
+            health_event(c->opts.health, j->pk, j->attempt, &ev);
+        }
+        struct job_event ev = { .type = "deadline_exceeded",
+                                .reason = "DeadlineExceeded",
+                                .message = stopping,
+                                .rank = -1 };
+        struct job_update u = { .pk = j->pk, .events = &ev, .nevents = 1 };
+        controller_commit(c, &u);
     }
-    controller_finish(c, j, JOB_FAILED, "DeadlineExceeded", msg, NULL, NULL, 0);
-    controller_stop_job(c, ex, j);
+    controller_settle(c, ex, j, v);
 }

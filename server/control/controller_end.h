@@ -15,7 +15,8 @@ void controller_settle(struct controller *c, struct executor *ex, const struct j
 /* Stall and straggler detection of a running job, and its stall policy. */
 void controller_watch(struct controller *c, struct executor *ex, const struct job *j,
                       const struct spec_view *v);
-/* The job ran past its deadline_seconds: it fails and its ranks are stopped. */
+/* The job ran past its deadline_seconds: its ranks are stopped, and it fails (DeadlineExceeded)
+ * once every one has ended. Called on every pass while the job is past its deadline. */
 void controller_deadline(struct controller *c, struct executor *ex, const struct job *j,
                          const struct spec_view *v, int64_t now);
 

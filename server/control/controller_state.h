@@ -29,7 +29,8 @@ struct queued_report; /* controller_report.c */
 struct ending_job {
     int64_t pk;
     int64_t since; /* monotonic */
-    bool stop;     /* stop the ranks even though none failed (stall policy) */
+    bool stop;     /* stop the ranks even though none failed (stall policy, deadline) */
+    bool deadline; /* the job ran past deadline_seconds: it fails once its ranks ended */
 };
 
 struct controller {

@@ -520,6 +520,60 @@ static void test_cancel(struct store *st)
     fake_release(&f);
 }
 
+/* The type of the job's events, as "accepted starting ..." (the timeline users read). */
+static void event_types(struct store *st, int64_t pk, char *out, size_t size)
+{
+    json_t *ev = store_events_list(st, pk, 0, 100, NULL);
+    size_t len = 0, i;
+    json_t *e;
+    out[0] = '\0';
+    json_array_foreach(ev, i, e)
+    {
+        if (len < size)
+            len += (size_t)snprintf(out + len, size - len, "%s%s", len ? " " : "",
+                                    json_string_value(json_object_get(e, "type")));
+    }
+    json_decref(ev);
+}
+
+/* Past deadline_seconds the ranks are stopped (once), and the job stays running while they take
+ * their grace period to exit, as a cancel stays cancelling: a `trainyard wait` must not return
+ * before the processes ended. Once every rank has ended it fails, DeadlineExceeded. */
+static void test_deadline(struct store *st)
+{
+    struct fake f;
+    fake_init(&f, 8);
+    f.stop_ends_ranks = false; /* ranks that trap SIGTERM */
+    int64_t pk = submit(st, "dl", 2, 0, ",\"deadline_seconds\":1");
+    struct executor *ex[] = { &f.ex };
+    struct controller *c = start_controller(st, ex);
+    REACH(st, pk, JOB_RUNNING);
+    int64_t until = clock_mono_ns() + WAIT_NS;
+    while (FAKE_COUNT(&f, pk, stops) == 0 && clock_mono_ns() < until)
+        sleep_ms(5);
+    CHECK_INT(FAKE_COUNT(&f, pk, stops), 1);
+    CHECK(stays(st, c, pk, JOB_RUNNING)); /* both ranks still run */
+    char buf[256];
+    event_types(st, pk, buf, sizeof(buf));
+    CHECK(strstr(buf, "deadline_exceeded") != NULL); /* why they are being stopped */
+    fake_end(&f, pk, 0, -1, SIGTERM);
+    CHECK(stays(st, c, pk, JOB_RUNNING)); /* rank 1 still runs */
+    fake_end(&f, pk, 1, 0, 0);            /* exiting 0 meanwhile does not undo the deadline */
+    REACH(st, pk, JOB_FAILED);
+    struct job *j = job(st, pk);
+    CHECK_STR(j ? j->reason : "", "DeadlineExceeded");
+    CHECK_STR(j ? j->message : "", "ran longer than deadline_seconds (1 s)");
+    job_free(j);
+    CHECK_INT(FAKE_COUNT(&f, pk, stops), 1);
+    CHECK_INT(FAKE_COUNT(&f, pk, starts), 1);
+    char rs[32];
+    CHECK_STR(rank_state_of(st, pk, 0, rs, sizeof(rs)), "stopped");
+    seen_states(pk, buf, sizeof(buf));
+    CHECK_STR(buf, "starting running failed");
+    controller_free(c);
+    fake_release(&f);
+}
+
 /* A restarted controller adopts every in-flight job: ranks still running are driven on (not
  * started again), a job whose start was committed but never carried out starts, a cancel
  * whose ranks never started completes. */
@@ -588,6 +642,7 @@ int main(void)
     run(test_first_failure);
     run(test_restart);
     run(test_cancel);
+    run(test_deadline);
     run(test_adoption);
     return check_done();
 }
