@@ -76,6 +76,9 @@ static const struct field restart_fields[] = {
     { "on", T_STRINGS, .max = 7, .choices = restart_on },
     { "max_preemptions", T_INT, .min = 0, .max = 1000, .def = "10" },
     { "avoid_failed_nodes", T_BOOL, .def = "true" },
+    /* No defaults: absent, the daemon's (--restart-backoff, --restart-backoff-max) apply. */
+    { "backoff_seconds", T_INT, .min = 0, .max = 86400 },
+    { "max_backoff_seconds", T_INT, .min = 1, .max = 86400 },
     { NULL },
 };
 
@@ -568,6 +571,9 @@ static void check_cross(const struct spec_view *v, const struct spec_options *o,
     }
     if (v->restart_exit_codes && strcmp(v->restart_policy, "exit_code") != 0)
         field_error(err, "/restart/exit_codes", "is only used with policy \"exit_code\"");
+    if (v->max_backoff_seconds >= 0 && v->max_backoff_seconds < v->backoff_seconds)
+        field_error(err, "/restart/max_backoff_seconds",
+                    "must be at least restart.backoff_seconds (the first delay)");
 }
 
 static int check_spec(const json_t *input, const struct spec_options *opts, struct buf *out,
@@ -649,6 +655,8 @@ void spec_view(const json_t *spec, struct spec_view *v)
     v->restart_on = get(restart, "on");
     v->max_preemptions = (int)jsonx_int(restart, "max_preemptions", 10);
     v->avoid_failed_nodes = jsonx_bool(restart, "avoid_failed_nodes", true);
+    v->backoff_seconds = jsonx_int(restart, "backoff_seconds", -1);
+    v->max_backoff_seconds = jsonx_int(restart, "max_backoff_seconds", -1);
     json_t *health = get(spec, "health");
     v->on_stall = jsonx_str(health, "on_stall");
     if (!v->on_stall)

@@ -53,6 +53,8 @@ struct spec_view {
     json_t *restart_on;          /* failure categories that restart (array of strings), or NULL */
     int max_preemptions;         /* restarts after preemption, counted apart (default 10) */
     bool avoid_failed_nodes;     /* restarts avoid the node a failure blamed (default true) */
+    int64_t backoff_seconds;     /* wait before the first restart, doubling; -1: the daemon's */
+    int64_t max_backoff_seconds; /* the longest wait; -1: the daemon's */
     const char *on_stall;        /* "none", "cancel", "restart" */
     int64_t stall_after_seconds; /* floor of the stall limit; 0: the daemon's */
     int64_t startup_seconds;     /* stall limit before the step cadence is known; 0: default */

@@ -69,7 +69,6 @@ static void check_job(struct controller *c, struct job *j, int64_t now)
     json_t *spec = json_loads(j->spec, 0, NULL);
     struct spec_view v;
     spec_view(spec, &v);
-    struct rank_counts n;
     switch (j->state) {
     case JOB_CANCELLING:
         controller_stop_job(c, ex, j);
@@ -78,15 +77,11 @@ static void check_job(struct controller *c, struct job *j, int64_t now)
     case JOB_RESTARTING:
         if (ex->manages_restarts)
             break; /* the operator restarts the pods; its executor reports when they run */
-        controller_stop_job(c, ex, j);
-        n = controller_count_ranks(c, j->pk);
-        if (n.terminal == n.total)
-            controller_start_attempt(c, ex, j, &v, j->attempt + 1);
+        controller_next_attempt(c, ex, j, &v, now);
         break;
     case JOB_STARTING:
     case JOB_RUNNING:
-        if (v.deadline_seconds && j->started_at &&
-            now - j->started_at > v.deadline_seconds * NS_PER_SEC) {
+        if (controller_past_deadline(j, &v, now)) {
             controller_deadline(c, ex, j, &v, now);
             break;
         }
@@ -170,7 +165,8 @@ static void *loop(void *arg)
         for (size_t e = 0; e < c->nexec; e++)
             c->executors[e]->poll(c->executors[e]);
         controller_drain(c);
-        if (dirty || clock_mono_ns() - atomic_load(&c->last_reconcile) > NS_PER_SEC)
+        if (dirty || controller_wake_due(c) ||
+            clock_mono_ns() - atomic_load(&c->last_reconcile) > NS_PER_SEC)
             reconcile(c);
         controller_drain(c);
     }

@@ -35,6 +35,11 @@ struct health;
 struct controller_options {
     int64_t stop_grace_ns;
     int64_t tick_ns;
+    /* The wait before a restart the controller makes (not one an executor makes itself: the
+     * operator's on Kubernetes), unless the spec's restart.backoff_seconds and
+     * max_backoff_seconds say otherwise: restart_backoff_ns before the first, doubling with each
+     * restart of the job up to restart_backoff_max_ns. 0: at once. */
+    int64_t restart_backoff_ns, restart_backoff_max_ns;
     /* Diagnosis of attempts (may be NULL: decisions then rest on exit statuses alone). */
     struct health *health;
     int64_t stall_floor_ns; /* the daemon's floor of stall limits; 0: the library's */

@@ -75,6 +75,35 @@ static bool logs_pending(struct controller *c, int64_t pk)
     return c->opts.logs_pending && c->opts.logs_pending(c->opts.logs_ctx, pk);
 }
 
+bool controller_past_deadline(const struct job *j, const struct spec_view *v, int64_t now)
+{
+    return v->deadline_seconds && j->started_at &&
+           now - j->started_at > v->deadline_seconds * NS_PER_SEC;
+}
+
+void controller_next_attempt(struct controller *c, struct executor *ex, const struct job *j,
+                             const struct spec_view *v, int64_t now)
+{
+    controller_stop_job(c, ex, j); /* once: what adoption found of the last attempt */
+    struct rank_counts n = controller_count_ranks(c, j->pk);
+    if (n.terminal < n.total)
+        return;
+    if (controller_past_deadline(j, v, now)) { /* the backoff outlasted the deadline */
+        char msg[128];
+        deadline_message(v, msg, sizeof(msg));
+        controller_finish(c, j, JOB_FAILED, "DeadlineExceeded", msg, NULL, NULL, 0);
+        return;
+    }
+    /* When the attempt ended, as controller_restart counted it (it knew no rank's end: then
+     * about when it committed). */
+    int64_t ended = n.last_finished ? n.last_finished : j->updated_at;
+    int64_t at = controller_restart_at(c, v, j->attempt + 1, ended);
+    if (at > now)
+        controller_wake_at(c, clock_mono_ns() + (at - now));
+    else
+        controller_start_attempt(c, ex, j, v, j->attempt + 1);
+}
+
 /* Drives a starting or running job whose ranks are ending (see the top). */
 void controller_settle(struct controller *c, struct executor *ex, const struct job *j,
                        const struct spec_view *v)

@@ -274,9 +274,7 @@ static void rank_ended(struct controller *c, struct executor *ex, const struct j
     if (j->state == JOB_CANCELLING) {
         controller_cancel_done(c, j);
     } else if (j->state == JOB_RESTARTING) {
-        struct rank_counts n = controller_count_ranks(c, j->pk);
-        if (n.terminal == n.total)
-            controller_start_attempt(c, ex, j, v, j->attempt + 1);
+        controller_next_attempt(c, ex, j, v, clock_now_ns());
     } else if (j->state == JOB_STARTING || j->state == JOB_RUNNING) {
         controller_settle(c, ex, j, v);
     }

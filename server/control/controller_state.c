@@ -78,9 +78,44 @@ struct rank_counts controller_count_ranks(struct controller *c, int64_t pk)
         n.terminal += rankstate_terminal(ranks[i].state);
         n.succeeded += ranks[i].state == RANK_SUCCEEDED;
         n.failed += ranks[i].state == RANK_FAILED || ranks[i].state == RANK_LOST;
+        if (rankstate_terminal(ranks[i].state) && ranks[i].finished_at > n.last_finished)
+            n.last_finished = ranks[i].finished_at;
     }
     ranks_free(ranks, n.total);
     return n;
+}
+
+#define BACKOFF_LIMIT_NS (366 * 86400 * NS_PER_SEC)
+
+int64_t controller_restart_at(const struct controller *c, const struct spec_view *v, int restart,
+                              int64_t ended_at)
+{
+    int64_t base =
+        v->backoff_seconds >= 0 ? v->backoff_seconds * NS_PER_SEC : c->opts.restart_backoff_ns;
+    int64_t cap = v->max_backoff_seconds >= 0 ? v->max_backoff_seconds * NS_PER_SEC
+                                              : c->opts.restart_backoff_max_ns;
+    if (cap < base) /* a spec's first delay above the daemon's longest: the spec asked for it */
+        cap = base;
+    if (cap > BACKOFF_LIMIT_NS) /* a daemon's flag, however large: no overflow below */
+        cap = BACKOFF_LIMIT_NS;
+    int64_t wait = base < cap ? base : cap;
+    for (int i = 1; i < restart && wait > 0 && wait < cap; i++)
+        wait = wait < cap / 2 ? wait * 2 : cap;
+    return ended_at + wait;
+}
+
+void controller_wake_at(struct controller *c, int64_t mono)
+{
+    if (!c->wake_at || mono < c->wake_at)
+        c->wake_at = mono;
+}
+
+bool controller_wake_due(struct controller *c)
+{
+    if (!c->wake_at || clock_mono_ns() < c->wake_at)
+        return false;
+    c->wake_at = 0;
+    return true;
 }
 
 struct ending_job *controller_ending_get(struct controller *c, int64_t pk)
@@ -182,10 +217,35 @@ void controller_running(struct controller *c, const struct job *j, enum job_stat
     controller_commit(c, &u);
 }
 
+/* "10s", "90s", "5m", "2m30s", "0.5s": a backoff in the job's message. */
+static void format_wait(int64_t ns, char *out, size_t size)
+{
+    long long sec = (long long)(ns / NS_PER_SEC);
+    if (ns % NS_PER_SEC)
+        snprintf(out, size, "%.1fs", (double)ns / NS_PER_SEC);
+    else if (sec < 120)
+        snprintf(out, size, "%llds", sec);
+    else if (sec % 60 == 0)
+        snprintf(out, size, "%lldm", sec / 60);
+    else
+        snprintf(out, size, "%lldm%llds", sec / 60, sec % 60);
+}
+
 void controller_restart(struct controller *c, struct executor *ex, const struct job *j,
                         const struct spec_view *v, const char *reason, const char *message,
                         const char *first_failure, const struct job_event *events, size_t nevents)
 {
+    int64_t now = clock_now_ns();
+    struct rank_counts n = controller_count_ranks(c, j->pk);
+    int64_t ended = n.last_finished ? n.last_finished : now;
+    int64_t at = controller_restart_at(c, v, j->attempt + 1, ended);
+    char text[768], ts[CLOCK_RFC3339_MAX], wait[32];
+    if (at > now) {
+        format_wait(at - ended, wait, sizeof(wait));
+        snprintf(text, sizeof(text), "%s; restart %d at %s (backoff %s)", message, j->attempt + 1,
+                 clock_format(at, ts), wait);
+        message = text;
+    }
     struct job_update u = { .pk = j->pk,
                             .set_state = true,
                             .state = JOB_RESTARTING,
@@ -198,7 +258,10 @@ void controller_restart(struct controller *c, struct executor *ex, const struct 
         return;
     c->restarts++;
     controller_ending_remove(c, j->pk);
-    controller_start_attempt(c, ex, j, v, j->attempt + 1);
+    if (at <= now)
+        controller_start_attempt(c, ex, j, v, j->attempt + 1);
+    else
+        controller_wake_at(c, clock_mono_ns() + (at - now));
 }
 
 /* A job that ended keeps neither a worker token nor a diagnosis in memory. */

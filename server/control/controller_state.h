@@ -56,6 +56,7 @@ struct controller {
     struct queued_report *pending, *pending_tail;
     int64_t retry_at;
     bool store_down; /* the last write or read failed with ERR_UNAVAILABLE */
+    int64_t wake_at; /* monotonic: a pass is due then (a restart's backoff ends); 0: none */
 
     /* What the transitions keep track of (controller_state.c). */
     int64_t *stopping_jobs; /* jobs whose stop was requested, so it is sent once */
@@ -75,8 +76,10 @@ void controller_start_attempt(struct controller *c, struct executor *ex, const s
 /* starting (or restarting, where the executor restarts ranks itself) -> running, once every
  * rank runs. Applied only if the job is still in from. */
 void controller_running(struct controller *c, const struct job *j, enum job_state from);
-/* starting|running -> restarting, then the next attempt (controller_start_attempt). Strings
- * and events are borrowed for the call. */
+/* starting|running -> restarting, once every rank of the attempt has ended; the next attempt
+ * (controller_start_attempt) starts at once, or after its backoff (controller_restart_at), which
+ * the job's message then gives: controller_end.c's controller_next_attempt starts it. Strings and
+ * events are borrowed for the call. */
 void controller_restart(struct controller *c, struct executor *ex, const struct job *j,
                         const struct spec_view *v, const char *reason, const char *message,
                         const char *first_failure, const struct job_event *events, size_t nevents);
@@ -105,8 +108,19 @@ void controller_stop_forget(struct controller *c, int64_t pk);
 
 struct rank_counts {
     size_t total, terminal, succeeded, failed;
+    int64_t last_finished; /* the latest end of a rank (wall clock); 0: none ended */
 };
 struct rank_counts controller_count_ranks(struct controller *c, int64_t pk);
+
+/* When restart number `restart` (1 for the first) of a job whose last attempt ended at
+ * ended_at (wall clock) may start: after the spec's (else the daemon's) backoff, doubled for
+ * each earlier restart, at most the longest. */
+int64_t controller_restart_at(const struct controller *c, const struct spec_view *v, int restart,
+                              int64_t ended_at);
+/* Has the loop reconcile at (or just after) mono, a monotonic time; the earliest asked wins. */
+void controller_wake_at(struct controller *c, int64_t mono);
+/* True, once, when the time controller_wake_at asked for has come. */
+bool controller_wake_due(struct controller *c);
 
 /* The jobs whose end is being decided (controller_end.c). get: NULL when pk is not one; add
  * returns it (stop: its ranks are to be stopped although none failed); remove: no-op when

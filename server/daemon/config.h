@@ -39,10 +39,11 @@ struct config {
     int local_pids_max;
     char *local_checkpoint_roots;
     int64_t stop_grace_ns;
-    int64_t log_max_bytes;  /* per job */
-    int64_t log_max_age_ns; /* per line */
-    int64_t log_max_line;   /* bytes kept of one line */
-    int64_t log_poll_ns;    /* how often rank log files are read */
+    int64_t restart_backoff_ns, restart_backoff_max_ns; /* before the controller's restarts */
+    int64_t log_max_bytes;                              /* per job */
+    int64_t log_max_age_ns;                             /* per line */
+    int64_t log_max_line;                               /* bytes kept of one line */
+    int64_t log_poll_ns;                                /* how often rank log files are read */
     char *kubeconfig;
     char *kube_context;
     char *kube_namespace;

@@ -424,6 +424,8 @@ static int start_executors(struct daemon *d, struct err *err)
         log_info("kubernetes executor: %s", kube_describe(d->kube));
     }
     struct controller_options opts = { .stop_grace_ns = d->cfg.stop_grace_ns,
+                                       .restart_backoff_ns = d->cfg.restart_backoff_ns,
+                                       .restart_backoff_max_ns = d->cfg.restart_backoff_max_ns,
                                        .health = d->health,
                                        .stall_floor_ns = d->cfg.stall_floor_ns,
                                        .logs_pending = logs_pending,

@@ -258,9 +258,9 @@ static void seen_states(int64_t pk, char *out, size_t size)
     pthread_mutex_unlock(&seen.lock);
 }
 
-static struct controller *start_controller(struct store *st, struct executor **ex)
+static struct controller *start_controller_with(struct store *st, struct executor **ex,
+                                                struct controller_options o)
 {
-    struct controller_options o = { .stop_grace_ns = NS_PER_SEC, .tick_ns = 10 * NS_PER_MS };
     struct controller_callbacks cb = { .job_state = on_job_state };
     struct controller *c = controller_new(st, ex, 1, &o, &cb);
     struct err err;
@@ -268,6 +268,13 @@ static struct controller *start_controller(struct store *st, struct executor **e
     CHECK_INT(controller_start(c, &err), 0);
     err_release(&err);
     return c;
+}
+
+/* Restarts at once, as the daemon's --restart-backoff 0 would. */
+static struct controller *start_controller(struct store *st, struct executor **ex)
+{
+    struct controller_options o = { .stop_grace_ns = NS_PER_SEC, .tick_ns = 10 * NS_PER_MS };
+    return start_controller_with(st, ex, o);
 }
 
 /* A queued job for the fake executor; extra is more of the spec (",\"restart\":{...}"). */
@@ -574,6 +581,111 @@ static void test_deadline(struct store *st)
     fake_release(&f);
 }
 
+/* Waits until the fake has started the job n times; the wall clock then, or 0 after WAIT_NS. */
+static int64_t wait_starts(struct fake *f, int64_t pk, int n)
+{
+    int64_t until = clock_mono_ns() + WAIT_NS;
+    while (FAKE_COUNT(f, pk, starts) < n && clock_mono_ns() < until)
+        sleep_ms(2);
+    return FAKE_COUNT(f, pk, starts) >= n ? clock_now_ns() : 0;
+}
+
+/* One failure of the running job, then its restart: the job waits in `restarting`, its message
+ * saying when the next attempt starts and after what backoff, and the attempt starts no sooner.
+ * Returns the wait from the failure to the start, in ms (-1 when something else happened). */
+static int64_t fail_and_restart(struct store *st, struct fake *f, int64_t pk, int restart,
+                                const char *backoff)
+{
+    REACH(st, pk, JOB_RUNNING);
+    int64_t failed = clock_now_ns();
+    fake_end(f, pk, 0, 1, 0);
+    if (!reach(st, pk, JOB_RESTARTING, __LINE__))
+        return -1;
+    struct job *j = job(st, pk);
+    char want[64], at_text[CLOCK_RFC3339_MAX] = "";
+    snprintf(want, sizeof(want), "; restart %d at ", restart);
+    const char *at = j && j->message ? strstr(j->message, want) : NULL;
+    CHECK(at != NULL);
+    if (at)
+        sscanf(at + strlen(want), "%63s", at_text);
+    int64_t at_ns = 0;
+    CHECK_INT(clock_parse(at_text, &at_ns), 0);
+    snprintf(want, sizeof(want), "(backoff %s)", backoff);
+    CHECK(j && j->message && strstr(j->message, want) != NULL);
+    if (j && j->message && !strstr(j->message, want))
+        fprintf(stderr, "message: %s\n", j->message);
+    job_free(j);
+    int64_t started = wait_starts(f, pk, restart + 1);
+    CHECK(started >= at_ns); /* not before the time the message gave */
+    return started ? (started - failed) / NS_PER_MS : -1;
+}
+
+/* Restarts back off: the daemon's first wait, doubled with each restart up to its longest; a
+ * spec's restart.backoff_seconds and max_backoff_seconds replace the daemon's. */
+static void test_backoff(struct store *st)
+{
+    struct fake f;
+    fake_init(&f, 8);
+    struct controller_options o = { .stop_grace_ns = NS_PER_SEC,
+                                    .tick_ns = 10 * NS_PER_MS,
+                                    .restart_backoff_ns = 300 * NS_PER_MS,
+                                    .restart_backoff_max_ns = 500 * NS_PER_MS };
+    int64_t pk =
+        submit(st, "bo", 2, 0, ",\"restart\":{\"policy\":\"on_failure\",\"max_restarts\":3}");
+    struct executor *ex[] = { &f.ex };
+    struct controller *c = start_controller_with(st, ex, o);
+    CHECK(fail_and_restart(st, &f, pk, 1, "0.3s") >= 300);
+    CHECK(fail_and_restart(st, &f, pk, 2, "0.5s") >= 500); /* 600 ms, capped */
+    CHECK(fail_and_restart(st, &f, pk, 3, "0.5s") >= 500);
+    REACH(st, pk, JOB_RUNNING);
+    fake_end(&f, pk, 0, 1, 0); /* the restarts are spent */
+    REACH(st, pk, JOB_FAILED);
+    struct job *j = job(st, pk);
+    CHECK(j && j->message && !strstr(j->message, "restart 4")); /* no restart to announce */
+    job_free(j);
+
+    /* The spec's own backoff: 1 s, doubling capped at 1 s; 0: at once, whatever the daemon's. */
+    int64_t s1 = submit(st, "bo-spec", 1, 0,
+                        ",\"restart\":{\"policy\":\"on_failure\",\"max_restarts\":2,"
+                        "\"backoff_seconds\":1,\"max_backoff_seconds\":1}");
+    CHECK(fail_and_restart(st, &f, s1, 1, "1s") >= 1000);
+    CHECK(fail_and_restart(st, &f, s1, 2, "1s") >= 1000);
+    int64_t s0 = submit(st, "bo-zero", 1, 0,
+                        ",\"restart\":{\"policy\":\"on_failure\",\"max_restarts\":1,"
+                        "\"backoff_seconds\":0}");
+    REACH(st, s0, JOB_RUNNING);
+    fake_end(&f, s0, 0, 1, 0);
+    CHECK(wait_starts(&f, s0, 2) != 0);
+    j = job(st, s0);
+    CHECK(j && j->message && !strstr(j->message, "backoff"));
+    job_free(j);
+    controller_free(c);
+    fake_release(&f);
+}
+
+/* A deadline that passes while the job waits out a restart's backoff fails it there: the next
+ * attempt would only be stopped at once. */
+static void test_deadline_in_backoff(struct store *st)
+{
+    struct fake f;
+    fake_init(&f, 8);
+    int64_t pk = submit(st, "dlb", 1, 0,
+                        ",\"deadline_seconds\":1,\"restart\":{\"policy\":\"on_failure\","
+                        "\"max_restarts\":1,\"backoff_seconds\":30}");
+    struct executor *ex[] = { &f.ex };
+    struct controller *c = start_controller(st, ex);
+    REACH(st, pk, JOB_RUNNING);
+    fake_end(&f, pk, 0, 1, 0);
+    REACH(st, pk, JOB_RESTARTING);
+    REACH(st, pk, JOB_FAILED);
+    struct job *j = job(st, pk);
+    CHECK_STR(j ? j->reason : "", "DeadlineExceeded");
+    job_free(j);
+    CHECK_INT(FAKE_COUNT(&f, pk, starts), 1);
+    controller_free(c);
+    fake_release(&f);
+}
+
 /* A restarted controller adopts every in-flight job: ranks still running are driven on (not
  * started again), a job whose start was committed but never carried out starts, a cancel
  * whose ranks never started completes. */
@@ -643,6 +755,8 @@ int main(void)
     run(test_restart);
     run(test_cancel);
     run(test_deadline);
+    run(test_backoff);
+    run(test_deadline_in_backoff);
     run(test_adoption);
     return check_done();
 }

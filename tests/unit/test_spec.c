@@ -6,6 +6,7 @@
 #include "job/spec.h"
 #include "check.h"
 #include "core/jsonx.h"
+#include "core/xalloc.h"
 #include "tests/default_limits.h"
 
 /* Their limits are the daemon's defaults, set in main. */
@@ -145,6 +146,60 @@ static void test_quantities(void)
     json_decref(doc);
 }
 
+/* The pointer of the only bad field of input, or "" when it is accepted (or has several). */
+static char *only_bad_field(const char *input)
+{
+    json_t *doc = json_loads(input, 0, NULL);
+    struct buf out = BUF_INIT;
+    struct spec_view v;
+    struct err err;
+    err_init(&err);
+    spec_check(doc, &local, &out, &v, &err);
+    char *ptr = xstrdup(err.nfields == 1 ? err.fields[0].pointer : "");
+    err_release(&err);
+    buf_release(&out);
+    json_decref(doc);
+    return ptr;
+}
+
+/* restart.backoff_seconds and max_backoff_seconds: kept when given, absent (the daemon's) when
+ * not; the longest wait may not be shorter than the first. */
+static void test_backoff_fields(void)
+{
+    struct spec_view v;
+    json_t *doc;
+    char *text = canonical("{\"name\":\"b\",\"command\":[\"x\"],\"restart\":{"
+                           "\"max_backoff_seconds\":600,\"backoff_seconds\":0}}",
+                           &local, &v, &doc);
+    CHECK(strstr(text, "\"avoid_failed_nodes\":true,\"backoff_seconds\":0,"
+                       "\"max_backoff_seconds\":600}") != NULL);
+    CHECK_INT(v.backoff_seconds, 0);
+    CHECK_INT(v.max_backoff_seconds, 600);
+    free(text);
+    json_decref(doc);
+    text = canonical("{\"name\":\"b\",\"command\":[\"x\"]}", &local, &v, &doc);
+    CHECK(strstr(text, "backoff") == NULL);
+    CHECK_INT(v.backoff_seconds, -1);
+    CHECK_INT(v.max_backoff_seconds, -1);
+    free(text);
+    json_decref(doc);
+    static const char *const bad[][2] = {
+        { "{\"backoff_seconds\":60,\"max_backoff_seconds\":30}", "/restart/max_backoff_seconds" },
+        { "{\"backoff_seconds\":-1}", "/restart/backoff_seconds" },
+        { "{\"backoff_seconds\":86401}", "/restart/backoff_seconds" },
+        { "{\"max_backoff_seconds\":0}", "/restart/max_backoff_seconds" },
+        { "{\"backoff_seconds\":\"10s\"}", "/restart/backoff_seconds" },
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char input[256];
+        snprintf(input, sizeof(input), "{\"name\":\"b\",\"command\":[\"x\"],\"restart\":%s}",
+                 bad[i][0]);
+        char *ptr = only_bad_field(input);
+        CHECK_STR(ptr, bad[i][1]);
+        free(ptr);
+    }
+}
+
 int main(void)
 {
     local.limits = kube.limits = &default_limits()->spec;
@@ -152,5 +207,6 @@ int main(void)
     test_values();
     test_view_and_rejection();
     test_quantities();
+    test_backoff_fields();
     return check_done();
 }
