@@ -156,6 +156,18 @@ static void announce_drop(struct logstream *s, const struct log_stats *st)
     s->announced_drop = true;
 }
 
+/* Following one attempt: it is over once the job moved on to a later one (the controller
+ * starts the next attempt only after the last one's ranks ended and their lines were stored). */
+static bool attempt_over(struct logstream *s)
+{
+    if (!s->lq.q.by_attempt)
+        return false;
+    struct job *j = store_job_get_pk(s->api->store, s->pk, NULL);
+    bool over = !j || j->attempt > s->lq.q.attempt;
+    job_free(j);
+    return over;
+}
+
 /* Refills s->out; returns -1 on error, 0 when nothing is available yet. */
 static int produce(struct logstream *s)
 {
@@ -170,8 +182,9 @@ static int produce(struct logstream *s)
         return -1;
     if (n > 0 || s->out.len > s->out_off)
         return 0;
-    /* Nothing new: the end when the log is complete (or we are not following). */
-    if (st.complete || !s->follow) {
+    /* Nothing new: the end when the log is complete, or the attempt followed is over (or we
+     * are not following). */
+    if (st.complete || !s->follow || attempt_over(s)) {
         if (refill(s) == 0) /* lines committed just before completion */
             finish_stream(s);
         return 0;

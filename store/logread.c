@@ -1,8 +1,9 @@
 /*
  * store/logread: reading a job's lines with filters, forward from a sequence number or
  * backward for the last N. Blocks are skipped without being read when their rank set, time
- * range or Bloom filter rules them out. Runs in one read transaction on the caller's
- * connection, unless the newest lines asked for are all in the log cache (logcache.h).
+ * range or Bloom filter rules them out (an attempt is a filter on lines: each line's source
+ * says its attempt, blocks do not). Runs in one read transaction on the caller's connection,
+ * unless the newest lines asked for are all in the log cache (logcache.h).
  */
 #include "core/xalloc.h"
 #include "store/internal.h"
@@ -95,7 +96,7 @@ static bool line_wanted(const struct log_query *q, const struct log_line *l)
         return false;
     if ((q->since && l->time < q->since) || (q->until && l->time >= q->until))
         return false;
-    if (!rank_wanted(q, l->rank))
+    if (!rank_wanted(q, l->rank) || (q->by_attempt && l->attempt != q->attempt))
         return false;
     return !q->match || logmatch_line(q->match, l->text, l->len);
 }

@@ -33,7 +33,7 @@ struct cli_args {
     /* jobs */
     const char *state, *selector, *name, *limit;
     /* logs */
-    const char *rank, *grep, *tail, *stream;
+    const char *rank, *grep, *tail, *stream, *attempt, *since, *until;
     bool strip_ansi, timestamps;
 };
 

@@ -103,8 +103,10 @@ ty_start() {
     [ $# -gt 0 ] && TY_FLAGS=("$@")
     DATA=${DATA:-$WORK/data}
     TOKEN=${TOKEN:-ty_testadmintoken0123456789abcdefghij}
+    # Restarts wait 1 s, not the daemon's 10 s: every restart test would take that much longer
+    # (38-recovery.sh tests the backoff itself).
     TRAINYARD_ADMIN_TOKEN=$TOKEN "${TY_WRAP[@]}" "$TRAINYARD" serve --listen 127.0.0.1:${PORT:-0} \
-        --data-dir "$DATA" --local-slots 8 --stop-grace 2s "${TY_FLAGS[@]}" \
+        --data-dir "$DATA" --local-slots 8 --stop-grace 2s --restart-backoff 1s "${TY_FLAGS[@]}" \
         >"$WORK/daemon.out" 2>>"$WORK/daemon.err" &
     PID=$!
     for _ in $(seq 1 $((${#TY_WRAP[@]} ? 1200 : 200))); do
