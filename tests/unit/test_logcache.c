@@ -2,9 +2,9 @@
  * store/logcache through store_logs_read: a forward read of a job's newest lines (what every
  * log follower asks for, many times a second) is answered from memory without reading a
  * block, and the answer is the one SQLite gives: the same lines, sources (rank, pid, pod,
- * attempt), filters, limit and resume point. The store's answer comes from a second store
- * opened on the same file, whose cache is empty. Reads reaching back past what the cache holds,
- * tails, and reads after retention go to SQLite.
+ * attempt), filters (an attempt's lines among them), limit and resume point. The store's answer
+ * comes from a second store opened on the same file, whose cache is empty. Reads reaching back past
+ * what the cache holds, tails, and reads after retention go to SQLite.
  */
 #include "tests/unit/check.h"
 
@@ -161,6 +161,28 @@ int main(void)
     compare(st, plain, pk, "a word query", &q, FROM_CACHE);
     q = (struct log_query){ .stream = -1, .after = 2500, .since = clock_now_ns() + 1 };
     compare(st, plain, pk, "a time range with nothing in it", &q, FROM_CACHE);
+    q = (struct log_query){ .stream = -1, .after = 2500, .by_attempt = true, .attempt = 2 };
+    compare(st, plain, pk, "attempt 2", &q, FROM_CACHE);
+    q.attempt = 1;
+    compare(st, plain, pk, "attempt 1", &q, FROM_CACHE);
+    q = (struct log_query){ .stream = -1, .by_attempt = true, .attempt = 2, .limit = 30 };
+    compare(st, plain, pk, "attempt 2 from the start", &q, FROM_SQLITE);
+    /* Rank 2 is attempt 2's only source: the same lines, and attempt 0 has none. */
+    struct buf by_attempt, by_rank;
+    buf_init(&by_attempt);
+    buf_init(&by_rank);
+    struct log_read_stats stats;
+    q = (struct log_query){ .stream = -1, .by_attempt = true, .attempt = 2 };
+    read_all(plain, pk, &q, &by_attempt, &stats);
+    q = (struct log_query){ .stream = -1, .ranks = &rank2, .nranks_words = 1 };
+    read_all(plain, pk, &q, &by_rank, &stats);
+    CHECK(by_attempt.len > 0);
+    CHECK_STR(buf_cstr(&by_attempt), buf_cstr(&by_rank));
+    q = (struct log_query){ .stream = -1, .by_attempt = true, .attempt = 0 };
+    read_all(plain, pk, &q, &by_attempt, &stats);
+    CHECK_INT(by_attempt.len, 0);
+    buf_release(&by_attempt);
+    buf_release(&by_rank);
 
     /* Older than the cache holds (its first line is 905), a tail, a bound: SQLite's. */
     q = (struct log_query){ .stream = -1, .after = 0, .limit = 10 };
