@@ -663,6 +663,49 @@ static void test_backoff(struct store *st)
     fake_release(&f);
 }
 
+/* A daemon restarted while a job waits out its backoff starts the next attempt when the job's
+ * message said, not at once nor a whole backoff later: the time comes from the stored ranks. */
+static void test_backoff_adopted(struct store *st)
+{
+    struct fake f1, f2;
+    fake_init(&f1, 8);
+    fake_init(&f2, 8);
+    struct controller_options o = { .stop_grace_ns = NS_PER_SEC,
+                                    .tick_ns = 10 * NS_PER_MS,
+                                    .restart_backoff_ns = 2 * NS_PER_SEC,
+                                    .restart_backoff_max_ns = 2 * NS_PER_SEC };
+    int64_t pk =
+        submit(st, "boa", 1, 0, ",\"restart\":{\"policy\":\"on_failure\",\"max_restarts\":1}");
+    struct executor *ex1[] = { &f1.ex }, *ex2[] = { &f2.ex };
+    struct controller *c1 = start_controller_with(st, ex1, o);
+    REACH(st, pk, JOB_RUNNING);
+    int64_t failed = clock_now_ns();
+    fake_end(&f1, pk, 0, 1, 0);
+    REACH(st, pk, JOB_RESTARTING);
+    controller_free(c1); /* the daemon stops while the job waits */
+    struct job *j = job(st, pk);
+    const char *at = j && j->message ? strstr(j->message, "; restart 1 at ") : NULL;
+    char at_text[CLOCK_RFC3339_MAX] = "";
+    if (at)
+        sscanf(at + strlen("; restart 1 at "), "%63s", at_text);
+    job_free(j);
+    int64_t at_ns = 0;
+    CHECK_INT(clock_parse(at_text, &at_ns), 0);
+    sleep_ms(1500); /* down for most of the backoff */
+    struct controller *c2 = start_controller_with(st, ex2, o);
+    int64_t started = wait_starts(&f2, pk, 1);
+    CHECK(started >= at_ns);
+    CHECK(started - failed < 3 * NS_PER_SEC); /* not a whole backoff after the restart */
+    REACH(st, pk, JOB_RUNNING);
+    j = job(st, pk);
+    CHECK_INT(j ? j->attempt : -1, 1);
+    job_free(j);
+    CHECK_INT(FAKE_COUNT(&f1, pk, starts), 1);
+    controller_free(c2);
+    fake_release(&f1);
+    fake_release(&f2);
+}
+
 /* A deadline that passes while the job waits out a restart's backoff fails it there: the next
  * attempt would only be stopped at once. */
 static void test_deadline_in_backoff(struct store *st)
@@ -756,6 +799,7 @@ int main(void)
     run(test_cancel);
     run(test_deadline);
     run(test_backoff);
+    run(test_backoff_adopted);
     run(test_deadline_in_backoff);
     run(test_adoption);
     return check_done();
