@@ -63,6 +63,11 @@ struct api_limits {
     struct spec_limits spec; /* what one job spec may hold */
     size_t max_body_bytes;
     int max_json_depth;
+    size_t max_spec_bytes;  /* a job's canonical spec, as stored */
+    size_t max_url_bytes;   /* a request target (path and query) as sent */
+    int max_query_params;   /* query parameters of one request */
+    int max_selector_terms; /* terms of a label selector */
+    size_t max_page_bytes;  /* a page of GET /v1/jobs ends early past this */
     int max_list_limit;
     int max_log_limit;
     int max_followers_per_client;
@@ -188,6 +193,17 @@ struct request {
 
 /* Routes, authenticates and runs the handler. Always fills res (problem+json on error). */
 void api_handle(struct request *req, struct response *res);
+/* api_handle() in two steps, for an HTTP layer that reads the body only after the first:
+ * api_admit() needs only the method, path, headers and query (it routes, authenticates and
+ * takes the rate limit); false with res holding the refusal. api_run() runs the admitted
+ * request's handler once its body is there. */
+bool api_admit(struct request *req, struct response *res);
+/* Gives the request its id (for X-Request-Id and the logs) if it has none yet. */
+void api_request_begin(struct request *req);
+void api_run(struct request *req, struct response *res);
+/* True when an admitted request's sender is known only after its body is read: a hook
+ * delivery, which signs its body. The HTTP layer bounds what such bodies hold at once. */
+bool api_anonymous_body(const struct request *req);
 
 /* Helpers for handlers. */
 const char *request_header(struct request *req, const char *name);
@@ -208,6 +224,13 @@ void problem_respond(struct request *req, struct response *res, const struct err
 /* problem_respond() with extra members merged into the problem object (steals extra). */
 void problem_respond_extra(struct request *req, struct response *res, const struct err *err,
                            json_t *extra);
+/* A request past one of the daemon's limits: problem+json whose "limit" member names the setting
+ * (e.g. "max-body", as the flag is spelt) and "max" its value, besides err's message. */
+void problem_respond_limit(struct request *req, struct response *res, const struct err *err,
+                           const char *limit, long long max);
+/* Shorthand: problem_respond_limit with a fresh error. */
+void problem_limit(struct request *req, struct response *res, enum err_code code, const char *limit,
+                   long long max, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 /* Shorthand: problem_respond with a fresh error. */
 void problem(struct request *req, struct response *res, enum err_code code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

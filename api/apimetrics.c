@@ -30,13 +30,31 @@ struct cell {
 /* The last row is for requests no route matched. */
 static struct cell cells[MAX_ROUTES + 1][4];
 static atomic_ullong submissions;
+/* Requests whose sender could not be authenticated, by route and answer: they leave nothing
+ * durable behind (no delivery row, no log line), only these counts. */
+static const int unauth_codes[] = { 401, 403, 413, 503 };
+#define NUNAUTH (sizeof(unauth_codes) / sizeof(unauth_codes[0]))
+static atomic_ullong unauthenticated[MAX_ROUTES + 1][NUNAUTH + 1];
+
+static size_t row_of(const struct route *route)
+{
+    if (route && route >= routes && route < routes + routes_count &&
+        (size_t)(route - routes) < MAX_ROUTES)
+        return (size_t)(route - routes);
+    return MAX_ROUTES;
+}
+
+void apimetrics_unauthenticated(const struct route *route, int status)
+{
+    size_t k = 0;
+    while (k < NUNAUTH && unauth_codes[k] != status)
+        k++;
+    atomic_fetch_add_explicit(&unauthenticated[row_of(route)][k], 1, memory_order_relaxed);
+}
 
 void apimetrics_observe(const struct route *route, int status, int64_t ns)
 {
-    size_t row = MAX_ROUTES;
-    if (route && route >= routes && route < routes + routes_count &&
-        (size_t)(route - routes) < MAX_ROUTES)
-        row = (size_t)(route - routes);
+    size_t row = row_of(route);
     int cls = status / 100 - 2;
     if (cls < 0 || cls > 3 || ns < 0)
         return;
@@ -83,5 +101,21 @@ void apimetrics_write(struct buf *out)
         const char *op = r < n ? routes[r].operation_id : "unmatched";
         for (int k = 0; k < 4; k++)
             write_cell(&p, op, classes[k], &cells[row][k]);
+    }
+    prom_family(&p, "trainyard_http_unauthenticated_total", PROM_COUNTER,
+                "Requests refused because their sender could not be authenticated (a token, or "
+                "a hook delivery's signature or secret), by operation and status; nothing else "
+                "of them is kept.");
+    for (size_t r = 0; r <= n; r++) {
+        size_t row = r < n ? r : MAX_ROUTES;
+        const char *op = r < n ? routes[r].operation_id : "unmatched";
+        for (size_t k = 0; k <= NUNAUTH; k++) {
+            unsigned long long v = atomic_load(&unauthenticated[row][k]);
+            char code[8];
+            snprintf(code, sizeof(code), "%d", k < NUNAUTH ? unauth_codes[k] : 0);
+            if (v)
+                prom_sample(&p, NULL, (double)v, "operation", op, "code",
+                            k < NUNAUTH ? code : "other", NULL);
+        }
     }
 }

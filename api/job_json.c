@@ -170,8 +170,8 @@ void job_json_write(struct buf *out, const struct job *j, const struct job_view 
     put_progress(out, j, v->progress);
     key(out, "stalled");
     buf_puts(out, v->stalled ? "true" : "false");
-    key(out, "spec");
-    buf_puts(out, j->spec);
+    key(out, v->spec_size ? "spec_size" : "spec");
+    buf_puts(out, j->spec && j->spec[0] ? j->spec : "null");
     buf_putc(out, '}');
 }
 

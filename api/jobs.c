@@ -104,19 +104,20 @@ static bool hides_secrets(const struct request *req, const struct job *j)
  * diagnosis; its spec is the stored text, not parsed, unless secrets are hidden from the
  * reader (redact) and it has some. */
 static int write_job(struct buf *out, struct api *api, const struct job *j,
-                     const struct rank *ranks, size_t n, bool redact, struct err *err)
+                     const struct rank *ranks, size_t n, bool redact, bool spec_size,
+                     struct err *err)
 {
     json_t *labels = store_job_labels(api->store, j->pk, err);
     if (!labels)
         return -1;
     struct buf clean = BUF_INIT;
     struct job shown;
-    if (redact && secretenv_redact(j->spec, &clean)) {
+    if (redact && !spec_size && secretenv_redact(j->spec, &clean)) {
         shown = *j;
         shown.spec = clean.data;
         j = &shown;
     }
-    struct job_view v = { .labels = labels, .ranks = ranks, .nranks = n };
+    struct job_view v = { .labels = labels, .ranks = ranks, .nranks = n, .spec_size = spec_size };
     json_t *progress = NULL, *diag = NULL;
     store_diag_progress(api->store, j->pk, &progress, &v.stalled, NULL);
     v.progress = progress;
@@ -143,7 +144,7 @@ static void respond_job(struct request *req, struct response *res, int status, c
     size_t n = 0;
     if (j && store_ranks_get(st, j->pk, &ranks, &n, &err) == 0 &&
         write_job(response_json_body(res, status), req->api, j, ranks, n, hides_secrets(req, j),
-                  &err) == 0)
+                  false, &err) == 0)
         buf_putc(&res->body, '\n');
     else
         problem_respond(req, res, &err); /* replaces whatever was written */
@@ -201,6 +202,15 @@ struct submission *jobs_submission_new(struct api *api, const json_t *doc,
                                   .token_id = o->token_id,
                                   .manifest_at = o->manifest_at };
     if (spec_check(doc, &opts, &text, &v, err) < 0 || policy_check(api, &who, &v, err) < 0) {
+        buf_release(&text);
+        return NULL;
+    }
+    size_t max = api->limits.max_spec_bytes;
+    if (max && text.len > max) { /* every later read of the job carries it */
+        err_set(err, ERR_TOO_LARGE, "the job's spec is %zu bytes once expanded, over %zu", text.len,
+                max);
+        if (err)
+            snprintf(err->reason, sizeof(err->reason), "max_spec");
         buf_release(&text);
         return NULL;
     }
@@ -376,7 +386,11 @@ static void submit(struct request *req, struct response *res, const json_t *doc,
     err_init(&err);
     struct submission *s = jobs_submission_new(req->api, doc, &o, &err);
     if (!s) {
-        problem_respond(req, res, &err);
+        if (strcmp(err.reason, "max_spec") == 0)
+            problem_respond_limit(req, res, &err, "max-spec",
+                                  (long long)req->api->limits.max_spec_bytes);
+        else
+            problem_respond(req, res, &err);
         err_release(&err);
         return;
     }
@@ -463,23 +477,70 @@ static int parse_cursor(struct request *req, struct response *res, int64_t *pk)
     return 0;
 }
 
+/* ?include=spec: list items carry whole specs (else only their size, spec_size). */
+static int parse_include(struct request *req, struct response *res, bool *size_only)
+{
+    const char *text = request_query(req, "include");
+    *size_only = !text || strcmp(text, "spec") != 0;
+    if (text && *size_only) {
+        problem(req, res, ERR_INVALID, "include must be 'spec' (or absent)");
+        return -1;
+    }
+    return 0;
+}
+
+/* ?selector=, within --max-selector-terms; -1 with the response set when bad. */
+static int parse_selector(struct request *req, struct response *res, struct job_filter *f,
+                          struct label_req **labels)
+{
+    const char *text = request_query(req, "selector");
+    int max = req->api->limits.max_selector_terms;
+    struct err err;
+    err_init(&err);
+    int rc = text ? selector_parse(text, max > 0 ? (size_t)max : 32, labels, &f->nlabels, &err) : 0;
+    if (rc < 0 && strcmp(err.reason, "max_terms") == 0)
+        problem_respond_limit(req, res, &err, "max-selector-terms", max);
+    else if (rc < 0)
+        problem_respond(req, res, &err);
+    f->labels = *labels;
+    err_release(&err);
+    return rc;
+}
+
+/* Writes the page's items; a page ends early, at an item's end, once it holds --max-page-bytes
+ * (*next becomes the cursor after the last item written). */
+static int write_page(struct buf *out, struct request *req, struct job **jobs, size_t n,
+                      bool spec_size, int64_t *next, struct err *err)
+{
+    struct api *api = req->api;
+    size_t max = api->limits.max_page_bytes;
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            buf_putc(out, ',');
+        if (write_job(out, api, jobs[i], NULL, 0, hides_secrets(req, jobs[i]), spec_size, err) < 0)
+            return -1;
+        if (max && out->len >= max && i + 1 < n) {
+            *next = jobs[i]->pk;
+            break;
+        }
+    }
+    return 0;
+}
+
 void jobs_list(struct request *req, struct response *res)
 {
     enum job_state states[JOB_STATE_COUNT];
     struct job_filter f = { .states = states };
+    struct label_req *labels = NULL;
     if (parse_states(req, res, states, &f.nstates) < 0 ||
         parse_limit(req, res, 50, req->api->limits.max_list_limit, &f.limit) < 0 ||
-        parse_cursor(req, res, &f.before_pk) < 0)
+        parse_cursor(req, res, &f.before_pk) < 0 ||
+        parse_include(req, res, &f.spec_size_only) < 0 || parse_selector(req, res, &f, &labels) < 0)
         return;
     f.name = request_query(req, "name");
     f.executor = request_query(req, "executor");
     struct err err;
     err_init(&err);
-    struct label_req *labels = NULL;
-    const char *selector = request_query(req, "selector");
-    if (selector && selector_parse(selector, &labels, &f.nlabels, &err) < 0)
-        goto fail;
-    f.labels = labels;
     struct job **jobs = NULL;
     size_t n = 0;
     int64_t next = 0;
@@ -492,11 +553,7 @@ void jobs_list(struct request *req, struct response *res)
     }
     struct buf *out = response_json_body(res, 200);
     buf_puts(out, "{\"items\":[");
-    for (size_t i = 0; i < n && !err_is_set(&err); i++) {
-        if (i)
-            buf_putc(out, ',');
-        write_job(out, req->api, jobs[i], NULL, 0, hides_secrets(req, jobs[i]), &err);
-    }
+    write_page(out, req, jobs, n, f.spec_size_only, &next, &err);
     store_snapshot_end(req->api->store);
     jobs_free(jobs, n);
     if (err_is_set(&err))

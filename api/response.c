@@ -165,6 +165,29 @@ void problem_respond_extra(struct request *req, struct response *res, const stru
     }
 }
 
+void problem_respond_limit(struct request *req, struct response *res, const struct err *err,
+                           const char *limit, long long max)
+{
+    struct err copy = *err;
+    copy.reason[0] = '\0'; /* the core's name for the limit: "limit" says it in the API's terms */
+    problem_respond_extra(req, res, &copy, json_pack("{s:s,s:I}", "limit", limit, "max", max));
+}
+
+void problem_limit(struct request *req, struct response *res, enum err_code code, const char *limit,
+                   long long max, const char *fmt, ...)
+{
+    struct err err;
+    err_init(&err);
+    char msg[ERR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    err_set(&err, code, "%s", msg);
+    problem_respond_limit(req, res, &err, limit, max);
+    err_release(&err);
+}
+
 void problem(struct request *req, struct response *res, enum err_code code, const char *fmt, ...)
 {
     struct err err;

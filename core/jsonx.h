@@ -16,8 +16,8 @@
 #define JSONX_MAX_DEPTH_DEFAULT 32
 
 /* Parses len bytes of strict JSON (RFC 8259: UTF-8, no duplicate keys, any value at the top).
- * Rejects nesting deeper than max_depth and text that is not one JSON value. ERR_INVALID with
- * line and column on failure. Returns a new reference. (jsonx_parse.c) */
+ * Rejects nesting deeper than max_depth (err->reason "max_depth") and text that is not one JSON
+ * value. ERR_INVALID with line and column on failure. Returns a new reference. (jsonx_parse.c) */
 json_t *jsonx_loadb(const char *data, size_t len, int max_depth, struct err *err);
 /* Appends the compact form of v (keys in insertion order) to out; reals as jsonx_put_real. */
 void jsonx_dump(struct buf *out, const json_t *v);

@@ -28,6 +28,8 @@ static json_t *fail(struct parser *ps, const char *what)
     ps->failed = true;
     if (ps->depth > ps->max_depth) {
         err_set(ps->err, ERR_INVALID, "JSON nested deeper than %d levels", ps->max_depth);
+        if (ps->err) /* which limit: the caller names its setting */
+            snprintf(ps->err->reason, sizeof(ps->err->reason), "max_depth");
         return NULL;
     }
     int line = 1;

@@ -18,6 +18,14 @@
     "updated_at, "                                                                                 \
     "owner_id"
 
+/* JOB_COLS with the spec's size in place of the spec (struct job_filter's spec_size_only). */
+#define JOB_COLS_SIZE                                                                              \
+    "pk, id, name, executor, state, reason, message, priority, queue, nranks, "                    \
+    "json_object('nodes', json_extract(spec, '$.nodes'), 'procs_per_node', "                       \
+    "json_extract(spec, '$.procs_per_node'), 'resources', json_extract(spec, '$.resources')), "    \
+    "owner, attempt, desired, first_failure, exec_state, created_at, started_at, finished_at, "    \
+    "updated_at"
+
 enum {
     J_INSERT,
     J_LABEL,
@@ -409,7 +417,8 @@ static void label_clause(struct buf *q, const struct label_req *l, const char **
 /* Builds the list query; text parameters are collected in binds, in order. */
 static void list_query(struct buf *q, const struct job_filter *f, const char ***binds, size_t *nb)
 {
-    buf_puts(q, "SELECT " JOB_COLS " FROM jobs WHERE 1");
+    buf_puts(q, f->spec_size_only ? "SELECT " JOB_COLS_SIZE " FROM jobs WHERE 1"
+                                  : "SELECT " JOB_COLS " FROM jobs WHERE 1");
     if (f->nstates) {
         buf_puts(q, " AND state IN (");
         for (size_t i = 0; i < f->nstates; i++)

@@ -122,6 +122,9 @@ struct job_filter {
     const char *executor; /* NULL: any */
     int64_t before_pk;    /* cursor: jobs older than this; 0 = from the newest */
     int limit;
+    /* true: each job's spec member holds only its size, {"nodes","procs_per_node",
+     * "resources"}, extracted by SQLite (a page then never holds whole specs in memory). */
+    bool spec_size_only;
 };
 
 /* Lists jobs newest first. *out holds n jobs (caller frees each with job_free and the array with

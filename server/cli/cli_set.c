@@ -262,7 +262,8 @@ json_t *cli_spec_parse(const char *name, const char *data, size_t len, struct er
             i++;
         json = i < len && data[i] == '{';
     }
-    json_t *doc = json ? jsonx_loadb(data, len, 64, err) : yamljson_load(data, len, 64, err);
+    json_t *doc =
+        json ? jsonx_loadb(data, len, 64, err) : yamljson_load(data, len, 64, 1 << 24, err);
     if (!doc) {
         err_wrap(err, "%s", strcmp(name, "-") == 0 ? "standard input" : name);
         return NULL;

@@ -48,6 +48,9 @@ static const struct option_def options[] = {
     OPT("per-ip-limit", O_INT, per_ip_limit, "256", "open connections per client address"),
     OPT("timeout", O_INT, timeout_seconds, "30",
         "seconds before an idle or stalled connection is closed (slow clients)"),
+    OPT("header-timeout", O_INT, header_timeout_seconds, "10",
+        "seconds a connection has to send a request's headers, from its start or its previous "
+        "response, however slowly they trickle in (0: only --timeout)"),
     OPT("sync-full", O_BOOL, sync_full, "on",
         "fsync each commit (survives power loss); off: survives process crashes only"),
     OPT("local-slots", O_INT, local_slots, "0", "ranks the local executor runs at once (0: CPUs)"),
@@ -89,7 +92,15 @@ static const struct option_def options[] = {
     OPT("prometheus-interval", O_DURATION, prometheus_interval_ns, "15s",
         "how often DCGM GPU metrics are read from --prometheus-url"),
     OPT("max-body", O_BYTES, limits.max_body_bytes, "1Mi", "largest request body"),
-    OPT("max-json-depth", O_INT, limits.max_json_depth, "32", "deepest JSON/YAML nesting"),
+    OPT("max-json-depth", O_INT, limits.max_json_depth, "32",
+        "deepest JSON/YAML nesting (YAML aliases count what they expand to)"),
+    OPT("max-spec", O_BYTES, limits.max_spec_bytes, "512Ki", "largest job spec, as stored"),
+    OPT("max-url", O_BYTES, limits.max_url_bytes, "8Ki", "longest request path and query"),
+    OPT("max-query-params", O_INT, limits.max_query_params, "64", "query parameters per request"),
+    OPT("max-selector-terms", O_INT, limits.max_selector_terms, "32",
+        "terms of a label selector (GET /v1/jobs?selector=)"),
+    OPT("max-page-bytes", O_BYTES, limits.max_page_bytes, "8Mi",
+        "a page of GET /v1/jobs ends (with a cursor) once it holds this much"),
     OPT("max-string", O_BYTES, limits.spec.max_string_bytes, "64Ki", "longest string in a spec"),
     OPT("max-ranks", O_INT, limits.spec.max_ranks, "4096", "ranks per job at most"),
     OPT("max-nodes", O_INT, limits.spec.max_nodes, "1024", "nodes per job at most"),
@@ -129,6 +140,22 @@ static const struct option_def options[] = {
 
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))
 
+/* The O_BYTES settings held in a size_t (the others are int64_t). */
+static bool is_size_t(size_t offset)
+{
+    static const size_t fields[] = {
+        offsetof(struct config, limits.max_body_bytes),
+        offsetof(struct config, limits.spec.max_string_bytes),
+        offsetof(struct config, limits.max_spec_bytes),
+        offsetof(struct config, limits.max_url_bytes),
+        offsetof(struct config, limits.max_page_bytes),
+    };
+    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+        if (fields[i] == offset)
+            return true;
+    return false;
+}
+
 static int set_value(struct config *cfg, const struct option_def *o, const char *value,
                      const char *source, struct err *err)
 {
@@ -158,9 +185,7 @@ static int set_value(struct config *cfg, const struct option_def *o, const char 
         break;
     case O_BYTES:
         ok = parse_bytes(value, &v) == 0;
-        if (ok && o->offset == offsetof(struct config, limits.max_body_bytes))
-            *(size_t *)field = (size_t)v;
-        else if (ok && o->offset == offsetof(struct config, limits.spec.max_string_bytes))
+        if (ok && is_size_t(o->offset))
             *(size_t *)field = (size_t)v;
         else if (ok)
             *(int64_t *)field = v;

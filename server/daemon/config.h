@@ -31,6 +31,7 @@ struct config {
     int connection_limit;
     int per_ip_limit;
     int timeout_seconds;
+    int header_timeout_seconds;
     bool sync_full;
     int local_slots;
     char *local_sandbox; /* auto, required, off */

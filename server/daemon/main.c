@@ -529,6 +529,7 @@ static int start_http(struct daemon *d, struct err *err)
                                .connection_limit = d->cfg.connection_limit,
                                .per_ip_limit = d->cfg.per_ip_limit,
                                .timeout_seconds = d->cfg.timeout_seconds,
+                               .header_timeout_seconds = d->cfg.header_timeout_seconds,
                                .max_body_bytes = d->cfg.limits.max_body_bytes,
                                .tls_cert_file = d->cfg.tls_cert[0] ? d->cfg.tls_cert : NULL,
                                .tls_key_file = d->cfg.tls_key[0] ? d->cfg.tls_key : NULL,

@@ -24,6 +24,7 @@ struct http {
     char address[96];
     char *tls_cert, *tls_key, *tls_ca; /* PEM text kept alive for MHD */
     struct http_exchanges *exchanges;  /* MHD's handlers' state (cls) */
+    struct http_deadlines *deadlines;  /* every open connection, for the header deadline */
 };
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
@@ -125,11 +126,15 @@ static struct MHD_Daemon *start_daemon(struct http *h, const struct sockaddr_sto
         flags |= MHD_USE_IPv6;
     if (h->tls_cert)
         flags |= MHD_USE_TLS;
-    struct MHD_OptionItem opts[16];
+    struct MHD_OptionItem opts[20];
     int n = 0;
     opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, NULL };
     opts[n++] =
-        (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)http_on_completed, NULL };
+        (struct MHD_OptionItem){ MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)http_on_uri, h->exchanges };
+    opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)http_on_completed,
+                                         h->exchanges };
+    opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_CONNECTION,
+                                         (intptr_t)http_deadlines_notify, h->deadlines };
     opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_THREAD_POOL_SIZE,
                                          h->opts.threads > 0 ? h->opts.threads : 2, NULL };
     opts[n++] =
@@ -178,7 +183,8 @@ struct http *http_start(struct api *api, const struct http_options *opts, struct
     h->opts = *opts;
     if (load_tls(h, err) < 0)
         goto fail;
-    h->exchanges = http_exchanges_new(api, opts->max_body_bytes, h->tls_ca != NULL);
+    h->deadlines = http_deadlines_new(opts->header_timeout_seconds);
+    h->exchanges = http_exchanges_new(api, opts->max_body_bytes, h->tls_ca != NULL, h->deadlines);
     h->mhd = start_daemon(h, &ss, -1);
     if (!h->mhd) {
         err_set(err, ERR_UNAVAILABLE, "cannot listen on %s (address in use, or not local?)",
@@ -192,6 +198,7 @@ fail:
     free(h->tls_key);
     free(h->tls_ca);
     http_exchanges_free(h->exchanges);
+    http_deadlines_free(h->deadlines);
     free(h);
     return NULL;
 }
@@ -253,5 +260,6 @@ void http_stop(struct http *h)
     free(h->tls_key);
     free(h->tls_ca);
     http_exchanges_free(h->exchanges);
+    http_deadlines_free(h->deadlines);
     free(h);
 }

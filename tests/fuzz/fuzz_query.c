@@ -24,7 +24,8 @@ static void selector(const char *text)
     size_t n;
     struct err err;
     err_init(&err);
-    if (selector_parse(text, &reqs, &n, &err) == 0) {
+    if (selector_parse(text, 64, &reqs, &n, &err) == 0) {
+        FUZZ_ASSERT(n <= 64);
         for (size_t i = 0; i < n; i++)
             FUZZ_ASSERT(reqs[i].key && (reqs[i].op == LABEL_EXISTS || reqs[i].op == LABEL_ABSENT ||
                                         reqs[i].nvalues > 0));

@@ -341,6 +341,43 @@ static void test_jsonx(void)
     buf_release(&p);
 }
 
+/* Issue 17: one big anchor and many aliases to it made a 112 KB body a 400 MB spec; aliases
+ * now count the bytes and the depth of what they expand to. */
+static void test_yamljson_expansion(void)
+{
+    struct err err;
+    err_init(&err);
+    struct buf y = BUF_INIT;
+    buf_puts(&y, "big: &big \"");
+    for (int i = 0; i < 10000; i++)
+        buf_putc(&y, 'x');
+    buf_puts(&y, "\"\nmany:\n");
+    for (int i = 0; i < 200; i++)
+        buf_puts(&y, "  - *big\n");
+    /* 10 KB of text, 2 MB once expanded: over a 1 MiB budget, within a 4 MiB one. */
+    CHECK(yamljson_load(y.data, y.len, 32, 1 << 20, &err) == NULL);
+    CHECK_INT(err.code, ERR_TOO_LARGE);
+    CHECK_STR(err.reason, "max_bytes");
+    err_release(&err);
+    json_t *v = yamljson_load(y.data, y.len, 32, 4 << 20, &err);
+    CHECK(v && json_array_size(json_object_get(v, "many")) == 200);
+    json_decref(v);
+    err_release(&err);
+    CHECK(yamljson_load(y.data, y.len, 32, y.len - 1, &err) == NULL); /* the text alone */
+    CHECK_INT(err.code, ERR_TOO_LARGE);
+    err_release(&err);
+    buf_release(&y);
+    /* Depth: 3 levels anchored, aliased 3 levels down, is 6 deep (not 4). */
+    const char *deep = "a: &d {b: {c: 1}}\nx: {y: {z: *d}}\n";
+    v = yamljson_load(deep, strlen(deep), 6, 1 << 20, &err);
+    CHECK(v != NULL);
+    json_decref(v);
+    CHECK(yamljson_load(deep, strlen(deep), 5, 1 << 20, &err) == NULL);
+    CHECK_INT(err.code, ERR_INVALID);
+    CHECK_STR(err.reason, "max_depth");
+    err_release(&err);
+}
+
 static void test_yamljson(void)
 {
     struct err err;
@@ -348,7 +385,7 @@ static void test_yamljson(void)
     const char *doc = "name: demo\nnodes: 2\nratio: 0.5\nsuspend: false\nimage: \"123\"\n"
                       "labels: {team: ml}\ncommand: [python, -c, 'print(1)']\nempty:\n"
                       "base: &b {x: 1}\ncopy: *b\nstr: !!str 10\n";
-    json_t *v = yamljson_load(doc, strlen(doc), 16, &err);
+    json_t *v = yamljson_load(doc, strlen(doc), 16, 1 << 20, &err);
     CHECK(v != NULL);
     if (v) {
         CHECK_INT(jsonx_int(v, "nodes", 0), 2);
@@ -362,24 +399,26 @@ static void test_yamljson(void)
     }
     json_decref(v);
     const char *bad = "a: [1, 2\n";
-    CHECK(yamljson_load(bad, strlen(bad), 16, &err) == NULL);
+    CHECK(yamljson_load(bad, strlen(bad), 16, 1 << 20, &err) == NULL);
     CHECK_INT(err.code, ERR_INVALID);
     err_release(&err);
     const char *two = "a: 1\n---\nb: 2\n";
-    CHECK(yamljson_load(two, strlen(two), 16, &err) == NULL);
+    CHECK(yamljson_load(two, strlen(two), 16, 1 << 20, &err) == NULL);
     err_release(&err);
     const char *dup = "a: 1\na: 2\n";
-    CHECK(yamljson_load(dup, strlen(dup), 16, &err) == NULL);
+    CHECK(yamljson_load(dup, strlen(dup), 16, 1 << 20, &err) == NULL);
     err_release(&err);
-    /* Billion laughs: each level doubles; the node budget stops it quickly. */
+    /* Billion laughs: each level doubles; the byte budget stops it quickly. */
     struct buf lol = BUF_INIT;
     buf_puts(&lol, "a0: &a0 [x, x]\n");
     for (int i = 1; i < 40; i++)
         buf_printf(&lol, "a%d: &a%d [*a%d, *a%d]\n", i, i, i - 1, i - 1);
-    CHECK(yamljson_load(lol.data, lol.len, 64, &err) == NULL);
-    CHECK(strstr(err.msg, "node limit") != NULL);
+    CHECK(yamljson_load(lol.data, lol.len, 64, 1 << 20, &err) == NULL);
+    CHECK_INT(err.code, ERR_TOO_LARGE);
+    CHECK_STR(err.reason, "max_bytes");
     err_release(&err);
     buf_release(&lol);
+    test_yamljson_expansion();
 }
 
 static void test_crypto(void)
