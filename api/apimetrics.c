@@ -32,7 +32,7 @@ static struct cell cells[MAX_ROUTES + 1][4];
 static atomic_ullong submissions;
 /* Requests whose sender could not be authenticated, by route and answer: they leave nothing
  * durable behind (no delivery row, no log line), only these counts. */
-static const int unauth_codes[] = { 401, 403, 413, 503 };
+static const int unauth_codes[] = { 400, 401, 403, 413, 503 };
 #define NUNAUTH (sizeof(unauth_codes) / sizeof(unauth_codes[0]))
 static atomic_ullong unauthenticated[MAX_ROUTES + 1][NUNAUTH + 1];
 

@@ -312,8 +312,8 @@ static enum MHD_Result each_header(void *cls, enum MHD_ValueKind kind, const cha
 }
 
 /* The body's framing: one length (two that differ are how requests are smuggled past a proxy
- * that reads the other one), not with chunking, not over --max-body. *body: the most bytes
- * coming (--max-body when chunked: the length is not known), 0 for none. */
+ * that reads the other one), not with chunking. *body: the bytes coming (--max-body when
+ * chunked: the length is not known), 0 for none. */
 static bool framing_ok(struct exchange *x, size_t *body)
 {
     struct request *req = &x->req;
@@ -336,12 +336,7 @@ static bool framing_ok(struct exchange *x, size_t *body)
         return false;
     }
     if (!te)
-        *body = (size_t)length;
-    if ((uint64_t)length > x->xs->max_body_bytes) {
-        problem_limit(req, &x->res, ERR_TOO_LARGE, "max-body", (long long)x->xs->max_body_bytes,
-                      "the request body is larger than %zu bytes", x->xs->max_body_bytes);
-        return false;
-    }
+        *body = (uint64_t)length > SIZE_MAX ? SIZE_MAX : (size_t)length;
     return true;
 }
 
@@ -381,8 +376,13 @@ static bool screen(struct exchange *x, const char *method, size_t *body)
     }
     if (!framing_ok(x, body))
         return false;
-    if (!api_admit(req, &x->res))
+    if (!api_admit(req, &x->res)) /* before a limit is told: a stranger learns nothing */
         return false;
+    if (*body > x->xs->max_body_bytes) {
+        problem_limit(req, &x->res, ERR_TOO_LARGE, "max-body", (long long)x->xs->max_body_bytes,
+                      "the request body is larger than %zu bytes", x->xs->max_body_bytes);
+        return false;
+    }
     return !*body || !api_anonymous_body(req) || reserve_anonymous(x, *body);
 }
 

@@ -2,6 +2,7 @@
  * logrec. */
 #include <math.h>
 #include <pthread.h>
+#include <unistd.h>
 
 #include "tests/unit/check.h"
 
@@ -10,6 +11,7 @@
 #include "core/crypto.h"
 #include "core/err.h"
 #include "core/jsonx.h"
+#include "core/log.h"
 #include "store/logmatch.h"
 #include "server/ingest/logrec.h"
 #include "core/parse.h"
@@ -579,6 +581,26 @@ static void test_logmatch_hits(void)
     logmatch_release(&m);
 }
 
+/* A record is one line, whatever its arguments hold (issue 17: a path's %0a forged a line). */
+static void test_log_one_line(void)
+{
+    int fds[2];
+    CHECK(pipe(fds) == 0);
+    int saved = dup(2);
+    dup2(fds[1], 2);
+    log_info("hook %s: no trigger %s", "r1", "x\n2026-01-01T00:00:00Z error forged\r\x7f");
+    dup2(saved, 2);
+    close(saved);
+    close(fds[1]);
+    char got[512] = "";
+    ssize_t n = read(fds[0], got, sizeof(got) - 1);
+    close(fds[0]);
+    got[n > 0 ? n : 0] = '\0';
+    char *nl = strchr(got, '\n');
+    CHECK(nl && nl[1] == '\0');
+    CHECK(strstr(got, "no trigger x\\x0a2026-01-01T00:00:00Z error forged\\x0d\\x7f\n") != NULL);
+}
+
 int main(void)
 {
     test_err();
@@ -593,5 +615,6 @@ int main(void)
     test_logrec_and_words();
     test_logmatch_case();
     test_logmatch_hits();
+    test_log_one_line();
     return check_done();
 }
