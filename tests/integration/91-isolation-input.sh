@@ -66,9 +66,9 @@ api POST /v1/templates -H 'Content-Type: application/json' \
     -d '{"name":"quiet","spec":{"name":"quiet","command":["true"]}}' >/dev/null
 trig=$(make_trigger '{"name":"t-in","template":"quiet","sender":"s3","auth":{"mode":"hmac"}}' |
     jq -r .id)
-check_eq "a delivery with a wrong secret: 401" 401 \
-    "$(hook_hmac "$trig" whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw "$FIX/s3-put.json" | cut -d' ' -f1)"
-check_eq "... and no delivery row" 0 "$(api GET "/v1/triggers/t-in/deliveries" | jq '.items | length')"
+got=$(hook_hmac "$trig" whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw "$FIX/s3-put.json" | cut -d' ' -f1)
+check_eq "a delivery with a wrong secret: 401, and no delivery row" "401 0" \
+    "$got $(api GET "/v1/triggers/t-in/deliveries" | jq '.items | length')"
 check_eq "... counted in /metrics" 1 "$(api GET /metrics | awk \
     '$1 == "trainyard_http_unauthenticated_total{operation=\"hooks_s3\",code=\"401\"}" {print $2}')"
 
@@ -83,9 +83,9 @@ check "no forged line in the daemon's log" sh -c "! grep -q '^2026-01-01T00:00:0
 id=$(as_ci POST /v1/jobs -H 'Content-Type: application/json' -d '{"name":"keep","command":["sleep","30"]}' |
     sed '$d' | jq -r .id)
 check_eq "GET /v1/jobs/ID%00/anything is refused" 400 "$(status GET "/v1/jobs/$id%00/anything")"
-check_eq "POST /v1/jobs/ID%00/cancel is refused" 400 "$(status POST "/v1/jobs/$id%00/cancel")"
-check_eq "... and the job was not cancelled" false \
-    "$(api GET "/v1/jobs/$id" | jq '.state == "cancelled" or .state == "cancelling"')"
+got=$(status POST "/v1/jobs/$id%00/cancel")
+check_eq "POST /v1/jobs/ID%00/cancel is refused, the job not cancelled" "400 false" \
+    "$got $(api GET "/v1/jobs/$id" | jq '.state == "cancelled" or .state == "cancelling"')"
 api POST "/v1/jobs/$id/cancel" >/dev/null
 
 # ~500 query parameters: an answer at once, naming the limit (it was no answer at all).
@@ -159,11 +159,10 @@ check_eq "list items carry no spec" 0 "$(jq '[.items[] | select(has("spec"))] | 
 check_eq "... but the job's size" "6 2" "$(jq -r '[.items | length, .[0].spec_size.procs_per_node] | join(" ")' <<<"$page")"
 full=$(api GET '/v1/jobs?name=page&include=spec&limit=10')
 n1=$(jq '.items | length' <<<"$full")
-check "include=spec: a page ends early at --max-page-bytes ($n1 of 6 jobs)" test "$n1" -lt 6
 cursor=$(jq -r .next_cursor <<<"$full")
 n2=$(api GET "/v1/jobs?name=page&include=spec&limit=10&cursor=$cursor" | jq '.items | length')
-check_eq "... and its cursor leads to the rest" 6 "$((n1 + ${n2:-0}))"
-check_eq "... with their specs" 8000 "$(jq '.items[0].spec.env.A | length' <<<"$full")"
+check_eq "include=spec: a page ends early at --max-page-bytes, its cursor leads to the rest" \
+    "true 6 8000" "$([ "$n1" -lt 6 ] && echo true || echo false) $((n1 + ${n2:-0})) $(jq '.items[0].spec.env.A | length' <<<"$full")"
 
 # A selector of 1,000 terms: a 400 naming the limit (it was a 500 from SQLite).
 sel=$(for _ in $(seq 1 1000); do printf 'a=b,'; done)
