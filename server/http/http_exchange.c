@@ -362,7 +362,8 @@ static bool reserve_anonymous(struct exchange *x, size_t bytes)
 static bool screen(struct exchange *x, const char *method, size_t *body)
 {
     struct request *req = &x->req;
-    *body = 0;
+    if (!framing_ok(x, body)) /* first: what is coming decides when a refusal goes out */
+        return false;
     if (!target_ok(x))
         return false;
     if (!client_cert_ok(x)) {
@@ -374,8 +375,6 @@ static bool screen(struct exchange *x, const char *method, size_t *body)
         problem(req, &x->res, ERR_METHOD, "method %s is not supported", method);
         return false;
     }
-    if (!framing_ok(x, body))
-        return false;
     if (!api_admit(req, &x->res)) /* before a limit is told: a stranger learns nothing */
         return false;
     if (*body > x->xs->max_body_bytes) {
