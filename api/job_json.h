@@ -19,7 +19,7 @@ struct job_view {
     bool stalled;
     const char *stall_summary; /* a stalled running job's reason is "Stalled" and its message
                                   this (which rank went quiet, its last line); NULL: none */
-    bool spec_size; /* the job's spec member holds only its size: shown as "spec_size" */
+    bool spec_size;            /* the job's spec member holds only its size: shown as "spec_size" */
 };
 /* Writes the job as the API shows it; "spec" is the stored canonical text, copied, never parsed
  * and dumped again. What the stored row says is corrected where the job's state says more: a
