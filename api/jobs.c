@@ -13,7 +13,6 @@
 #include "api/job_json.h"
 #include "api/manifest.h"
 #include "api/manifest_submit.h"
-#include "api/selector.h"
 #include "job/secretenv.h"
 #include "job/spec.h"
 #include "core/clock.h"
@@ -100,19 +99,17 @@ static bool hides_secrets(const struct request *req, const struct job *j)
     return req->who.scope != SCOPE_ADMIN && !owner;
 }
 
-/* Writes a stored job as the API shows it, with its progress and stalled flag from the
- * diagnosis; its spec is the stored text, not parsed, unless secrets are hidden from the
- * reader (redact) and it has some. */
-static int write_job(struct buf *out, struct api *api, const struct job *j,
-                     const struct rank *ranks, size_t n, bool redact, bool spec_size,
-                     struct err *err)
+int jobs_write_stored(struct buf *out, struct request *req, const struct job *j,
+                      const struct rank *ranks, size_t n, bool spec_size, struct err *err)
 {
+    struct api *api = req->api;
     json_t *labels = store_job_labels(api->store, j->pk, err);
     if (!labels)
         return -1;
+    /* The spec as stored, unless secrets are hidden from the reader and it has some. */
     struct buf clean = BUF_INIT;
     struct job shown;
-    if (redact && !spec_size && secretenv_redact(j->spec, &clean)) {
+    if (!spec_size && hides_secrets(req, j) && secretenv_redact(j->spec, &clean)) {
         shown = *j;
         shown.spec = clean.data;
         j = &shown;
@@ -143,8 +140,7 @@ static void respond_job(struct request *req, struct response *res, int status, c
     struct rank *ranks = NULL;
     size_t n = 0;
     if (j && store_ranks_get(st, j->pk, &ranks, &n, &err) == 0 &&
-        write_job(response_json_body(res, status), req->api, j, ranks, n, hides_secrets(req, j),
-                  false, &err) == 0)
+        jobs_write_stored(response_json_body(res, status), req, j, ranks, n, false, &err) == 0)
         buf_putc(&res->body, '\n');
     else
         problem_respond(req, res, &err); /* replaces whatever was written */
@@ -426,36 +422,8 @@ void jobs_create(struct request *req, struct response *res)
     json_decref(doc);
 }
 
-/* Parses ?state=a,b into states; -1 with a 400 response when a name is unknown. */
-static int parse_states(struct request *req, struct response *res, enum job_state *states,
-                        size_t *n)
-{
-    const char *text = request_query(req, "state");
-    *n = 0;
-    if (!text)
-        return 0;
-    char *copy = xstrdup(text), *p = copy;
-    int rc = 0;
-    while (p && rc == 0) {
-        char *comma = strchr(p, ',');
-        if (comma)
-            *comma = '\0';
-        if (*n >= JOB_STATE_COUNT || jobstate_parse(p, &states[*n]) < 0) {
-            problem(req, res, ERR_INVALID,
-                    "state '%s' is unknown; use queued, starting, running, restarting, "
-                    "cancelling, succeeded, failed, cancelled or preempted",
-                    p);
-            rc = -1;
-        }
-        (*n)++;
-        p = comma ? comma + 1 : NULL;
-    }
-    free(copy);
-    return rc;
-}
-
 /* ?limit= within [1, max]; def when absent. -1 with a 400 response when bad. */
-static int parse_limit(struct request *req, struct response *res, int def, int max, int *out)
+int jobs_query_limit(struct request *req, struct response *res, int def, int max, int *out)
 {
     const char *text = request_query(req, "limit");
     *out = def;
@@ -464,111 +432,6 @@ static int parse_limit(struct request *req, struct response *res, int def, int m
         return -1;
     }
     return 0;
-}
-
-static int parse_cursor(struct request *req, struct response *res, int64_t *pk)
-{
-    const char *text = request_query(req, "cursor");
-    *pk = 0;
-    if (text && (text[0] != 'c' || parse_int64(text + 1, 1, INT64_MAX, pk) < 0)) {
-        problem(req, res, ERR_INVALID, "cursor is not one this API returned");
-        return -1;
-    }
-    return 0;
-}
-
-/* ?include=spec: list items carry whole specs (else only their size, spec_size). */
-static int parse_include(struct request *req, struct response *res, bool *size_only)
-{
-    const char *text = request_query(req, "include");
-    *size_only = !text || strcmp(text, "spec") != 0;
-    if (text && *size_only) {
-        problem(req, res, ERR_INVALID, "include must be 'spec' (or absent)");
-        return -1;
-    }
-    return 0;
-}
-
-/* ?selector=, within --max-selector-terms; -1 with the response set when bad. */
-static int parse_selector(struct request *req, struct response *res, struct job_filter *f,
-                          struct label_req **labels)
-{
-    const char *text = request_query(req, "selector");
-    int max = req->api->limits.max_selector_terms;
-    struct err err;
-    err_init(&err);
-    int rc = text ? selector_parse(text, max > 0 ? (size_t)max : 32, labels, &f->nlabels, &err) : 0;
-    if (rc < 0 && strcmp(err.reason, "max_terms") == 0)
-        problem_respond_limit(req, res, &err, "max-selector-terms", max);
-    else if (rc < 0)
-        problem_respond(req, res, &err);
-    f->labels = *labels;
-    err_release(&err);
-    return rc;
-}
-
-/* Writes the page's items; a page ends early, at an item's end, once it holds --max-page-bytes
- * (*next becomes the cursor after the last item written). */
-static int write_page(struct buf *out, struct request *req, struct job **jobs, size_t n,
-                      bool spec_size, int64_t *next, struct err *err)
-{
-    struct api *api = req->api;
-    size_t max = api->limits.max_page_bytes;
-    for (size_t i = 0; i < n; i++) {
-        if (i)
-            buf_putc(out, ',');
-        if (write_job(out, api, jobs[i], NULL, 0, hides_secrets(req, jobs[i]), spec_size, err) < 0)
-            return -1;
-        if (max && out->len >= max && i + 1 < n) {
-            *next = jobs[i]->pk;
-            break;
-        }
-    }
-    return 0;
-}
-
-void jobs_list(struct request *req, struct response *res)
-{
-    enum job_state states[JOB_STATE_COUNT];
-    struct job_filter f = { .states = states };
-    struct label_req *labels = NULL;
-    if (parse_states(req, res, states, &f.nstates) < 0 ||
-        parse_limit(req, res, 50, req->api->limits.max_list_limit, &f.limit) < 0 ||
-        parse_cursor(req, res, &f.before_pk) < 0 ||
-        parse_include(req, res, &f.spec_size_only) < 0 || parse_selector(req, res, &f, &labels) < 0)
-        return;
-    f.name = request_query(req, "name");
-    f.executor = request_query(req, "executor");
-    struct err err;
-    err_init(&err);
-    struct job **jobs = NULL;
-    size_t n = 0;
-    int64_t next = 0;
-    /* One snapshot for the page and each item's labels and progress. */
-    if (store_snapshot_begin(req->api->store, &err) < 0)
-        goto fail;
-    if (store_job_list(req->api->store, &f, &jobs, &n, &next, &err) < 0) {
-        store_snapshot_end(req->api->store);
-        goto fail;
-    }
-    struct buf *out = response_json_body(res, 200);
-    buf_puts(out, "{\"items\":[");
-    write_page(out, req, jobs, n, f.spec_size_only, &next, &err);
-    store_snapshot_end(req->api->store);
-    jobs_free(jobs, n);
-    if (err_is_set(&err))
-        goto fail;
-    buf_puts(out, "],\"next_cursor\":");
-    if (next)
-        buf_printf(out, "\"c%lld\"}\n", (long long)next);
-    else
-        buf_puts(out, "null}\n");
-    selector_free(labels, f.nlabels);
-    return;
-fail:
-    problem_respond(req, res, &err);
-    err_release(&err);
-    selector_free(labels, f.nlabels);
 }
 
 void jobs_get(struct request *req, struct response *res)
@@ -722,7 +585,7 @@ void jobs_events(struct request *req, struct response *res)
     int limit;
     int64_t after = 0;
     const char *after_text = request_query(req, "after");
-    if (parse_limit(req, res, 1000, 10000, &limit) < 0)
+    if (jobs_query_limit(req, res, 1000, 10000, &limit) < 0)
         goto out;
     if (after_text && parse_int64(after_text, 0, INT64_MAX, &after) < 0) {
         problem(req, res, ERR_INVALID, "after must be a non-negative event sequence number");
