@@ -35,7 +35,6 @@ struct http_deadlines {
     pthread_cond_t wake;
     struct deadline_entry *list;
     bool stopping;
-    unsigned long long cut_total;
     pthread_t sweeper;
 };
 
@@ -46,7 +45,6 @@ static void sweep(struct http_deadlines *d)
         if (!e->waiting || e->cut || now - e->since < d->limit_ns)
             continue;
         e->cut = true;
-        d->cut_total++;
         shutdown(e->fd, SHUT_RDWR);
     }
 }
@@ -156,12 +154,4 @@ void http_deadlines_mark(struct http_deadlines *d, struct MHD_Connection *conn, 
         e->since = clock_mono_ns();
     }
     pthread_mutex_unlock(&d->lock);
-}
-
-unsigned long long http_deadlines_cut(struct http_deadlines *d)
-{
-    pthread_mutex_lock(&d->lock);
-    unsigned long long n = d->cut_total;
-    pthread_mutex_unlock(&d->lock);
-    return n;
 }

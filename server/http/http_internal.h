@@ -54,7 +54,5 @@ void http_deadlines_notify(void *cls, struct MHD_Connection *conn, void **socket
 /* The connection's headers arrived (waiting false), or its response went (waiting true: the
  * clock starts again for the next request). From MHD's handler threads. */
 void http_deadlines_mark(struct http_deadlines *d, struct MHD_Connection *conn, bool waiting);
-/* Connections cut so far. */
-unsigned long long http_deadlines_cut(struct http_deadlines *d);
 
 #endif
