@@ -83,6 +83,10 @@ struct api_daemon {
     json_t *(*dry_run)(void *ctx, const json_t *spec, const char *job_id, struct err *err);
     /* The cluster's nodes for GET /v1/nodes (new reference), or NULL with err. */
     json_t *(*nodes)(void *ctx, struct err *err);
+    /* Why a queued job waits (the scheduler's last pass): reason, message, place in its queue.
+     * False when not known (just submitted, suspended). Any thread; must not block long. */
+    bool (*queue_status)(void *ctx, int64_t job_pk, char *reason, size_t rlen, char *message,
+                         size_t mlen, int *position);
     /* A finished job was deleted: remove what it left outside the database (log files). */
     void (*job_deleted)(void *ctx, const char *job_id);
     /* Adds Prometheus text for daemon-level metrics (executors, ingest, HTTP). */
@@ -123,6 +127,7 @@ struct api {
     bool kubernetes_enabled;
     struct api_cluster cluster;
     int local_slots;          /* ranks the local executor can run at once */
+    int local_gpus;           /* GPUs it hands out */
     const char *public_url;   /* base URL for links (webhooks, Location), may be NULL */
     bool webhook_allow_local; /* webhook URLs may name loopback/link-local/metadata addresses */
     int64_t started_at;

@@ -23,6 +23,7 @@ void jobs_get(struct request *req, struct response *res);
 void jobs_delete(struct request *req, struct response *res);
 void jobs_cancel(struct request *req, struct response *res);
 void jobs_resume(struct request *req, struct response *res);
+void jobs_suspend(struct request *req, struct response *res);
 void jobs_events(struct request *req, struct response *res);
 
 /* api/logs.c, api/logsearch.c */
@@ -49,6 +50,11 @@ void nodes_list(struct request *req, struct response *res);
 void nodes_get_mark(struct request *req, struct response *res);
 void nodes_mark(struct request *req, struct response *res);
 void nodes_unmark(struct request *req, struct response *res);
+
+/* api/queues.c */
+void queues_list(struct request *req, struct response *res);
+void queues_put(struct request *req, struct response *res);
+void queues_delete(struct request *req, struct response *res);
 
 /* api/tokens.c */
 void tokens_create(struct request *req, struct response *res);

@@ -100,13 +100,17 @@ static bool suspended(const struct job *j)
 /* The row's reason and message, or what the job's state says better: a running job that
  * stalled says so (its row still says "every rank is running"); a queued job resumed after
  * trainyard held it is no longer "Suspended" (resuming changes no state, so the row keeps it;
- * a job Kueue suspends has its own message and stays "Suspended"). */
+ * a job Kueue suspends has its own message and stays "Suspended"); a queued job waits for what
+ * the scheduler said last. */
 static void put_reason(struct buf *out, const struct job *j, const struct job_view *v)
 {
     const char *reason = j->reason ? j->reason : "", *message = j->message ? j->message : "";
     if (j->state == JOB_RUNNING && v->stalled && v->stall_summary) {
         reason = "Stalled";
         message = v->stall_summary;
+    } else if (v->wait) { /* why it waits, from the scheduler's last pass */
+        reason = v->wait->reason;
+        message = v->wait->message;
     } else if (j->state == JOB_QUEUED && !suspended(j) && strcmp(reason, "Suspended") == 0 &&
                strncmp(message, "held until", 10) == 0) { /* trainyard's hold, not Kueue's */
         reason = "Resumed";
@@ -148,6 +152,9 @@ void job_json_write(struct buf *out, const struct job *j, const struct job_view 
     put_int(out, "restarts", j->attempt, INT64_MIN);
     key(out, "suspended");
     buf_puts(out, suspended(j) ? "true" : "false");
+    key(out, "backfill");
+    buf_puts(out, j->desired && strcmp(j->desired, "backfill") == 0 ? "true" : "false");
+    put_int(out, "queue_position", v->wait ? v->wait->position : 0, 1);
     put_time(out, "created_at", j->created_at);
     put_time(out, "started_at", j->started_at);
     put_time(out, "finished_at", j->finished_at);
@@ -173,6 +180,15 @@ void job_json_write(struct buf *out, const struct job *j, const struct job_view 
     key(out, v->spec_size ? "spec_size" : "spec");
     buf_puts(out, j->spec && j->spec[0] ? j->spec : "null");
     buf_putc(out, '}');
+}
+
+bool job_wait_get(struct api *api, const struct job *j, struct job_wait_view *w)
+{
+    if (j->state != JOB_QUEUED || !api->daemon.queue_status ||
+        (j->desired && strcmp(j->desired, "hold") == 0))
+        return false;
+    return api->daemon.queue_status(api->daemon.ctx, j->pk, w->reason, sizeof(w->reason),
+                                    w->message, sizeof(w->message), &w->position);
 }
 
 struct job *job_from_path(struct request *req, struct response *res)

@@ -115,6 +115,9 @@ int jobs_write_stored(struct buf *out, struct request *req, const struct job *j,
         j = &shown;
     }
     struct job_view v = { .labels = labels, .ranks = ranks, .nranks = n, .spec_size = spec_size };
+    struct job_wait_view wait;
+    if (job_wait_get(api, j, &wait))
+        v.wait = &wait;
     json_t *progress = NULL, *diag = NULL;
     store_diag_progress(api->store, j->pk, &progress, &v.stalled, NULL);
     v.progress = progress;
@@ -180,7 +183,8 @@ static struct spec_options spec_options(struct api *api)
                                   .default_executor = api->default_executor,
                                   .local_enabled = api->local_enabled,
                                   .kubernetes_enabled = api->kubernetes_enabled,
-                                  .local_slots = api->local_slots };
+                                  .local_slots = api->local_slots,
+                                  .local_gpus = api->local_gpus };
 }
 
 static char *dup_or_null(const char *s)
@@ -532,7 +536,11 @@ void jobs_resume(struct request *req, struct response *res)
     struct err err;
     err_init(&err);
     if (j->state != JOB_QUEUED || strcmp(j->desired, "hold") != 0) {
-        problem(req, res, ERR_CONFLICT, "only a suspended, queued job can be resumed");
+        problem(req, res, ERR_CONFLICT,
+                j->state == JOB_RESTARTING && strcmp(j->desired, "hold") == 0
+                    ? "the job is still being suspended (its ranks are stopping); resume it once "
+                      "it is queued"
+                    : "only a suspended, queued job can be resumed");
         goto out;
     }
     struct job_event e = {
@@ -552,6 +560,68 @@ void jobs_resume(struct request *req, struct response *res)
     notify_changed(req->api, j->pk);
     respond_job(req, res, 200, req->params[0]);
 out:
+    err_release(&err);
+    job_free(j);
+}
+
+/* One attempt at suspending j given its state: a queued job is held where it is; a starting or
+ * running one goes to restarting with desired "hold", and the controller stops its ranks (SIGTERM
+ * and the grace period to checkpoint) and queues it held once they have ended. */
+static int suspend_once(struct request *req, const struct job *j, struct err *err)
+{
+    char msg[192];
+    snprintf(msg, sizeof(msg), "suspended by %s", req->who.name);
+    struct job_event e = { .type = "suspend", .reason = "Suspending", .message = msg, .rank = -1 };
+    struct job_update u = { .pk = j->pk,
+                            .only_if_state = true,
+                            .if_state = j->state,
+                            .desired = "hold",
+                            .events = &e,
+                            .nevents = 1 };
+    if (strcmp(j->desired, "hold") == 0)
+        return 0; /* suspended, or being suspended, already */
+    if (j->state == JOB_QUEUED) {
+        e.reason = "Suspended";
+    } else if (j->state == JOB_STARTING || j->state == JOB_RUNNING || j->state == JOB_RESTARTING) {
+        u.set_state = true; /* the state's own event says it */
+        u.state = JOB_RESTARTING;
+        u.reason = "Suspending";
+        u.message = msg;
+        u.nevents = 0;
+    } else {
+        return err_set(err, ERR_CONFLICT, "a %s job cannot be suspended", jobstate_name(j->state));
+    }
+    return store_job_update(req->api->store, &u, err);
+}
+
+void jobs_suspend(struct request *req, struct response *res)
+{
+    struct job *j = job_from_path(req, res);
+    if (!j || !may_change(req, res, j)) {
+        job_free(j);
+        return;
+    }
+    struct err err;
+    err_init(&err);
+    int rc = -1;
+    for (int attempt = 0; attempt < 5; attempt++) { /* a concurrent change: from the new state */
+        err_release(&err);
+        rc = suspend_once(req, j, &err);
+        if (rc == 0 || err.code != ERR_CONFLICT || jobstate_terminal(j->state))
+            break;
+        int64_t pk = j->pk;
+        job_free(j);
+        j = store_job_get_pk(req->api->store, pk, NULL);
+        if (!j)
+            break;
+    }
+    if (rc == 0) {
+        audit(req, "job.suspend", req->params[0]);
+        notify_changed(req->api, j->pk);
+        respond_job(req, res, 202, req->params[0]);
+    } else {
+        problem_respond(req, res, &err);
+    }
     err_release(&err);
     job_free(j);
 }

@@ -20,7 +20,8 @@ static bool manifest_accepted(struct request *req, struct response *res, const j
                                  .default_executor = api->default_executor,
                                  .local_enabled = api->local_enabled,
                                  .kubernetes_enabled = api->kubernetes_enabled,
-                                 .local_slots = api->local_slots };
+                                 .local_slots = api->local_slots,
+                                 .local_gpus = api->local_gpus };
     json_t *spec = req->api->daemon.dry_run ? spec_validate(doc, &opts, NULL) : NULL;
     if (!spec)
         return true; /* no hook, or the submission reports the spec's problems */

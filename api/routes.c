@@ -22,6 +22,7 @@ const struct route routes[] = {
     { HTTP_DELETE, "/v1/jobs/{id}", SCOPE_SUBMIT, "jobs_delete", jobs_delete },
     { HTTP_POST, "/v1/jobs/{id}/cancel", SCOPE_SUBMIT, "jobs_cancel", jobs_cancel },
     { HTTP_POST, "/v1/jobs/{id}/resume", SCOPE_SUBMIT, "jobs_resume", jobs_resume },
+    { HTTP_POST, "/v1/jobs/{id}/suspend", SCOPE_SUBMIT, "jobs_suspend", jobs_suspend },
     { HTTP_GET, "/v1/jobs/{id}/events", SCOPE_READ, "jobs_events", jobs_events },
     { HTTP_GET, "/v1/jobs/{id}/logs", SCOPE_READ, "jobs_logs", jobs_logs },
     { HTTP_GET, "/v1/jobs/{id}/logs/search", SCOPE_READ, "jobs_logs_search", jobs_logs_search },
@@ -47,6 +48,10 @@ const struct route routes[] = {
     { HTTP_POST, "/v1/nodes/{name}/mark", SCOPE_ADMIN, "nodes_mark", nodes_mark },
     { HTTP_DELETE, "/v1/nodes/{name}/mark", SCOPE_ADMIN, "nodes_unmark", nodes_unmark },
     /* access */
+    /* queues */
+    { HTTP_GET, "/v1/queues", SCOPE_READ, "queues_list", queues_list },
+    { HTTP_PUT, "/v1/queues/{name}", SCOPE_ADMIN, "queues_put", queues_put },
+    { HTTP_DELETE, "/v1/queues/{name}", SCOPE_ADMIN, "queues_delete", queues_delete },
     { HTTP_POST, "/v1/tokens", SCOPE_ADMIN, "tokens_create", tokens_create },
     { HTTP_GET, "/v1/tokens", SCOPE_ADMIN, "tokens_list", tokens_list },
     { HTTP_DELETE, "/v1/tokens/{id}", SCOPE_ADMIN, "tokens_revoke", tokens_revoke },

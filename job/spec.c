@@ -542,6 +542,15 @@ static void check_cross(const struct spec_view *v, const struct spec_options *o,
                  v->nranks, o->local_slots);
         field_error(err, "/procs_per_node", text);
     }
+    int64_t gpus = jsonx_int(v->resources, "gpus", 0) * v->nranks;
+    if (!kube && gpus > o->local_gpus) {
+        char text[200];
+        snprintf(text, sizeof(text),
+                 "needs %lld GPUs (%lld per rank x %d ranks) but this machine has %d for the "
+                 "local executor; it could never start",
+                 (long long)gpus, (long long)(gpus / v->nranks), v->nranks, o->local_gpus);
+        field_error(err, "/resources/gpus", text);
+    }
     if (!kube && v->env && env_has_secret(v->env))
         field_error(err, "/env", "secret references need the kubernetes executor");
     char msg[160];

@@ -31,6 +31,7 @@ struct spec_options {
     bool local_enabled;
     bool kubernetes_enabled;
     int local_slots; /* a local job needing more ranks could never start */
+    int local_gpus;  /* ... or more GPUs (resources.gpus x ranks) */
 };
 
 /* Borrowed views into a spec (canonical, or an input spec_check() accepted); valid while the

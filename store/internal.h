@@ -32,6 +32,7 @@ enum store_module {
     MOD_MISC,
     MOD_FINDINGS,
     MOD_POLICIES,
+    MOD_QUEUES,
     MOD_WRITER,
     MOD_COUNT
 };

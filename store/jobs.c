@@ -41,6 +41,7 @@ enum {
     J_IN_FLIGHT,
     J_RUNNABLE,
     J_COUNT,
+    J_SUSPENSIONS,
 };
 
 static const char *const sql[] = {
@@ -70,6 +71,8 @@ static const char *const sql[] = {
                    " WHERE state = 'queued' AND desired = 'run'"
                    " ORDER BY priority DESC, pk LIMIT :limit",
     [J_COUNT] = "SELECT state, count(*) FROM jobs GROUP BY state",
+    [J_SUSPENSIONS] = "SELECT count(*) FROM events WHERE job_pk = :pk"
+                      " AND type = 'queued' AND reason IN ('Suspended', 'Requeued')",
 };
 
 #define STMT(c, i, err) stmt((c), MOD_JOBS, (i), sql[(i)], (err))
@@ -533,4 +536,21 @@ int store_job_delete(struct store *st, int64_t pk, struct err *err)
         logcache_drop(store_logcache(st), pk);
     store_tokens_changed(st); /* its worker tokens went with it */
     return rc;
+}
+
+int store_job_suspensions(struct store *st, int64_t pk)
+{
+    struct err err;
+    err_init(&err);
+    struct conn *c = store_reader(st, &err);
+    sqlite3_stmt *s = c ? STMT(c, J_SUSPENSIONS, &err) : NULL;
+    int n = 0;
+    if (s) {
+        bind_int(s, ":pk", pk);
+        if (sqlite3_step(s) == SQLITE_ROW)
+            n = (int)col_int(s, 0);
+        sqlite3_reset(s);
+    }
+    err_release(&err);
+    return n;
 }

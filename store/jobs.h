@@ -207,6 +207,10 @@ int store_jobs_in_flight(struct store *st, struct job ***out, size_t *n, struct 
 /* Queued jobs ready to start (not suspended), best first: priority, then age. At most limit. */
 int store_jobs_runnable(struct store *st, int limit, struct job ***out, size_t *n, struct err *err);
 
+/* Attempts of the job that ended because it was suspended or requeued (they spend none of
+ * its restarts); 0 when unknown. */
+int store_job_suspensions(struct store *st, int64_t pk);
+
 /* Counts of jobs by state (index = enum job_state), for /metrics. */
 int store_jobs_count_by_state(struct store *st, int64_t counts[JOB_STATE_COUNT], struct err *err);
 

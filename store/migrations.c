@@ -363,6 +363,15 @@ static const char *const migrations[] = {
     "  source TEXT NOT NULL," /* diagnosis | preflight */
     "  at INTEGER NOT NULL,"
     "  PRIMARY KEY (node, job_id)) WITHOUT ROWID;",
+    /* 9: named queues an admin configures (store/queues.c) */
+    "CREATE TABLE queues ("
+    "  name TEXT PRIMARY KEY,"
+    "  priority INTEGER NOT NULL DEFAULT 0,"
+    "  gpu_quota INTEGER NOT NULL DEFAULT -1," /* -1: none */
+    "  description TEXT NOT NULL DEFAULT '',"
+    "  updated_by TEXT NOT NULL DEFAULT '',"
+    "  created_at INTEGER NOT NULL,"
+    "  updated_at INTEGER NOT NULL) WITHOUT ROWID;",
 };
 
 static int user_version(struct conn *c, int *version, struct err *err)

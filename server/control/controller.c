@@ -1,12 +1,13 @@
 /*
  * controller: the reconcile loop; see controller.h. Each pass looks at every in-flight job
  * (check_job: a cancel to complete, a restart to start, an attempt ending, a deadline) and
- * then admits queued jobs (admit). Reports from executors are copied into a queue under
- * `lock` and handled on the controller thread between passes (controller_report.c), so all
+ * then admits queued jobs (controller_admit.c). Reports from executors are copied into a queue
+ * under `lock` and handled on the controller thread between passes (controller_report.c), so all
  * job decisions are serial. How an attempt ends: controller_end.c. Every change of a job's
  * state: controller_state.c. Also the controller's life: adoption after a daemon restart, the
  * thread, /metrics.
  */
+#include "server/control/controller_admit.h"
 #include "server/control/controller_end.h"
 #include "server/control/controller_report.h"
 #include "server/control/controller_state.h"
@@ -32,36 +33,14 @@ struct controller *controller_new(struct store *st, struct executor **executors,
         c->cb = *cb;
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->cond, NULL);
+    pthread_mutex_init(&c->wait_lock, NULL);
     c->dirty = true;
     for (size_t i = 0; i < n; i++)
         controller_listen(c, executors[i]);
     return c;
 }
 
-/* Starts queued jobs in priority order, per executor, stopping at the first that does not fit
- * so that a large job is never overtaken forever by smaller ones. */
-static void admit(struct controller *c, struct job **jobs, size_t n)
-{
-    for (size_t e = 0; e < c->nexec; e++) {
-        struct executor *ex = c->executors[e];
-        for (size_t i = 0; i < n; i++) {
-            struct job *j = jobs[i];
-            if (strcmp(j->executor, ex->name) != 0)
-                continue;
-            json_t *spec = json_loads(j->spec, 0, NULL);
-            struct spec_view v;
-            spec_view(spec, &v);
-            int fits = ex->fits(ex, j, &v);
-            if (fits > 0)
-                controller_start_attempt(c, ex, j, &v, j->attempt);
-            json_decref(spec);
-            if (fits == 0)
-                break;
-        }
-    }
-}
-
-static void check_job(struct controller *c, struct job *j, int64_t now)
+static void check_job(struct controller *c, struct job *j, int64_t now, struct admit_running *run)
 {
     struct executor *ex = controller_executor(c, j->executor);
     if (!ex)
@@ -69,12 +48,18 @@ static void check_job(struct controller *c, struct job *j, int64_t now)
     json_t *spec = json_loads(j->spec, 0, NULL);
     struct spec_view v;
     spec_view(spec, &v);
+    controller_admit_running(run, ex, j, &v); /* what it holds as the pass began */
     switch (j->state) {
     case JOB_CANCELLING:
         controller_stop_job(c, ex, j);
         controller_cancel_done(c, j);
         break;
     case JOB_RESTARTING:
+        if (j->desired && strcmp(j->desired, "run") != 0 && strcmp(j->desired, "backfill") != 0) {
+            controller_stop_job(c, ex, j); /* suspended: queued once its ranks have ended */
+            controller_suspend_done(c, j);
+            break;
+        }
         if (ex->manages_restarts)
             break; /* the operator restarts the pods; its executor reports when they run */
         controller_next_attempt(c, ex, j, &v, now);
@@ -95,8 +80,6 @@ static void check_job(struct controller *c, struct job *j, int64_t now)
     json_decref(spec);
 }
 
-#define ADMIT_BATCH 256
-
 static void reconcile(struct controller *c)
 {
     int64_t t0 = clock_mono_ns();
@@ -104,16 +87,15 @@ static void reconcile(struct controller *c)
     size_t n = 0;
     struct err err;
     err_init(&err);
+    struct admit_running run = { 0 };
     if (store_jobs_in_flight(c->st, &jobs, &n, &err) == 0) {
         int64_t now = clock_now_ns();
         for (size_t i = 0; i < n; i++)
-            check_job(c, jobs[i], now);
+            check_job(c, jobs[i], now, &run);
         jobs_free(jobs, n);
+        controller_admit(c, &run);
     }
-    if (err.code == ERR_NONE && store_jobs_runnable(c->st, ADMIT_BATCH, &jobs, &n, &err) == 0) {
-        admit(c, jobs, n);
-        jobs_free(jobs, n);
-    }
+    controller_admit_release(&run);
     if (err_is_set(&err))
         log_error("controller: listing jobs: %s", err.msg);
     err_release(&err);
@@ -247,6 +229,8 @@ void controller_free(struct controller *c)
     controller_reports_free(c);
     free(c->stopping_jobs);
     free(c->ending);
+    free(c->waits);
+    pthread_mutex_destroy(&c->wait_lock);
     pthread_cond_destroy(&c->cond);
     pthread_mutex_destroy(&c->lock);
     free(c);
@@ -265,6 +249,11 @@ void controller_metrics(struct controller *c, struct buf *out)
                 (double)c->failures);
     prom_scalar(&p, "trainyard_job_preemptions_total", PROM_COUNTER, "Jobs that ended preempted.",
                 (double)c->preemptions);
+    prom_scalar(&p, "trainyard_job_backfills_total", PROM_COUNTER,
+                "Jobs started ahead of a job that waits (backfill).", (double)c->backfills);
+    prom_scalar(&p, "trainyard_job_requeues_total", PROM_COUNTER,
+                "Backfilled jobs suspended and queued again to make room for a job ahead.",
+                (double)c->requeues);
     prom_scalar(&p, "trainyard_job_stalls_total", PROM_COUNTER, "Running jobs flagged stalled.",
                 (double)c->stalls);
     prom_scalar(&p, "trainyard_reconcile_lag_seconds", PROM_GAUGE,

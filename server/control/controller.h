@@ -65,6 +65,12 @@ void controller_rank_failed(struct controller *c, int64_t job_pk, int attempt, i
 /* Stops the loop (ranks keep running; a restarted daemon adopts them). */
 void controller_stop(struct controller *c);
 void controller_free(struct controller *c);
+/* Why a queued job waits, as the last admission pass saw it: reason (a CamelCase word), message
+ * for people ("waiting for 8 GPUs, 2 free; 3rd in queue research") and its place in its queue.
+ * False when the last pass did not see the job wait (not queued, suspended, or just submitted).
+ * Any thread. */
+bool controller_queue_status(struct controller *c, int64_t job_pk, char *reason, size_t rlen,
+                             char *message, size_t mlen, int *position);
 void controller_metrics(struct controller *c, struct buf *out);
 
 #endif

@@ -273,6 +273,8 @@ static void rank_ended(struct controller *c, struct executor *ex, const struct j
         return;
     if (j->state == JOB_CANCELLING) {
         controller_cancel_done(c, j);
+    } else if (controller_suspend_done(c, j)) {
+        /* queued again once its last rank ended */
     } else if (j->state == JOB_RESTARTING) {
         controller_next_attempt(c, ex, j, v, clock_now_ns());
     } else if (j->state == JOB_STARTING || j->state == JOB_RUNNING) {

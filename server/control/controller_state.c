@@ -157,8 +157,8 @@ static int launch(struct controller *c, struct executor *ex, const struct job *j
     return ex->start(ex, j, v, attempt, secret, err);
 }
 
-void controller_start_attempt(struct controller *c, struct executor *ex, const struct job *j,
-                              const struct spec_view *v, int attempt)
+static void start(struct controller *c, struct executor *ex, const struct job *j,
+                  const struct spec_view *v, int attempt, const char *desired)
 {
     char msg[96];
     if (attempt)
@@ -178,6 +178,7 @@ void controller_start_attempt(struct controller *c, struct executor *ex, const s
                             .message = msg,
                             .set_attempt = true,
                             .attempt = attempt,
+                            .desired = desired,
                             .ranks = &reset,
                             .nranks = 1 };
     if (controller_commit(c, &u) < 0)
@@ -203,6 +204,18 @@ void controller_start_attempt(struct controller *c, struct executor *ex, const s
     controller_stop_job(c, ex, j);
 out:
     err_release(&err);
+}
+
+void controller_start_attempt(struct controller *c, struct executor *ex, const struct job *j,
+                              const struct spec_view *v, int attempt)
+{
+    start(c, ex, j, v, attempt, NULL);
+}
+
+void controller_start_backfill(struct controller *c, struct executor *ex, const struct job *j,
+                               const struct spec_view *v)
+{
+    start(c, ex, j, v, j->attempt, "backfill");
 }
 
 void controller_running(struct controller *c, const struct job *j, enum job_state from)
@@ -290,6 +303,57 @@ void controller_finish(struct controller *c, const struct job *j, enum job_state
     c->preemptions += state == JOB_PREEMPTED;
     controller_ending_remove(c, j->pk);
     ended(c, j->pk);
+}
+
+void controller_suspend(struct controller *c, struct executor *ex, const struct job *j,
+                        const char *desired, const char *reason, const char *message)
+{
+    struct job_update u = { .pk = j->pk,
+                            .set_state = true,
+                            .state = JOB_RESTARTING,
+                            .only_if_state = true,
+                            .if_state = j->state,
+                            .reason = reason,
+                            .message = message,
+                            .desired = desired };
+    if (controller_commit(c, &u) < 0)
+        return;
+    controller_ending_remove(c, j->pk);
+    controller_stop_job(c, ex, j);
+}
+
+static bool suspending(const struct job *j)
+{
+    return j->state == JOB_RESTARTING && j->desired &&
+           (strcmp(j->desired, "hold") == 0 || strcmp(j->desired, "requeue") == 0);
+}
+
+bool controller_suspend_done(struct controller *c, const struct job *j)
+{
+    if (!suspending(j))
+        return false;
+    struct rank_counts n = controller_count_ranks(c, j->pk);
+    if (n.terminal < n.total)
+        return true;
+    bool hold = strcmp(j->desired, "hold") == 0;
+    char msg[160];
+    snprintf(msg, sizeof(msg), "%s; the next attempt (%d) resumes from the checkpoint",
+             hold ? "suspended: POST /resume starts it again" : "its resources went to a job ahead",
+             j->attempt + 1);
+    /* store_job_suspensions counts these state events: the attempt spends no restart */
+    struct job_update u = { .pk = j->pk,
+                            .set_state = true,
+                            .state = JOB_QUEUED,
+                            .reason = hold ? "Suspended" : "Requeued",
+                            .message = msg,
+                            .desired = hold ? "hold" : "run",
+                            .set_attempt = true,
+                            .attempt = j->attempt + 1 };
+    if (controller_commit(c, &u) == 0) {
+        controller_stop_forget(c, j->pk);
+        ended(c, j->pk); /* no worker token or diagnosis while it waits */
+    }
+    return true;
 }
 
 bool controller_cancel_done(struct controller *c, const struct job *j)

@@ -22,6 +22,7 @@
 #include <stdatomic.h>
 
 #include "server/control/controller.h"
+#include "server/control/scheduler.h"
 
 struct queued_report; /* controller_report.c */
 
@@ -64,6 +65,20 @@ struct controller {
     struct ending_job *ending;
     size_t nending, capending;
     atomic_ullong starts, restarts, failures, preemptions, stalls; /* read by /metrics */
+
+    /* Why each queued job waits, from the last admission pass (controller_admit.c), sorted by
+     * pk; swapped whole under wait_lock, which controller_queue_status takes to read it. */
+    pthread_mutex_t wait_lock;
+    struct job_wait *waits;
+    size_t nwaits;
+    atomic_ullong backfills, requeues; /* read by /metrics */
+};
+
+/* Why a queued job waits (controller_admit.c). */
+struct job_wait {
+    int64_t pk;
+    struct sched_decision d;
+    char queue[64];
 };
 
 /* ---- the transitions ---- */
@@ -73,6 +88,10 @@ struct controller {
  * start fails: -> failed (StartFailed), and whatever started is stopped. */
 void controller_start_attempt(struct controller *c, struct executor *ex, const struct job *j,
                               const struct spec_view *v, int attempt);
+/* The same for a job the scheduler starts ahead of a job that waits, with no bound on its end:
+ * desired "backfill" marks it as one the scheduler may suspend to make room (scheduler.h). */
+void controller_start_backfill(struct controller *c, struct executor *ex, const struct job *j,
+                               const struct spec_view *v);
 /* starting (or restarting, where the executor restarts ranks itself) -> running, once every
  * rank runs. Applied only if the job is still in from. */
 void controller_running(struct controller *c, const struct job *j, enum job_state from);
@@ -88,6 +107,13 @@ void controller_restart(struct controller *c, struct executor *ex, const struct 
 void controller_finish(struct controller *c, const struct job *j, enum job_state state,
                        const char *reason, const char *message, const char *first_failure,
                        const struct job_event *events, size_t nevents);
+/* starting|running -> restarting with desired "requeue" (the scheduler makes room for a job
+ * ahead) or "hold" (suspended), and the ranks are stopped. */
+void controller_suspend(struct controller *c, struct executor *ex, const struct job *j,
+                        const char *desired, const char *reason, const char *message);
+/* A job being suspended (restarting, desired hold or requeue): queued, as a new attempt, once
+ * every rank has ended. True when j is such a job (done or still stopping). */
+bool controller_suspend_done(struct controller *c, const struct job *j);
 /* cancelling -> cancelled when every rank has ended; true when it did. */
 bool controller_cancel_done(struct controller *c, const struct job *j);
 /* A state the executor reports of the job as a whole (Kubernetes: the operator's conditions),

@@ -64,6 +64,9 @@ struct executor {
      * too), -1 when the executor already holds it (its object waits in the cluster's own
      * queue): skipped, without holding up the others. */
     int (*fits)(struct executor *ex, const struct job *job, const struct spec_view *spec);
+    /* What it can run at once, in rank slots and GPUs; NULL, or -1 in either: unbounded (the
+     * cluster decides, through fits()). The scheduler plans with it (scheduler.h). */
+    void (*capacity)(struct executor *ex, int64_t *slots, int64_t *gpus);
     /* Starts every rank of attempt `attempt`; reports RANK_RUNNING per rank as they start.
      * worker_token is the job-scoped token the ranks use to call the daemon (TRAINYARD_TOKEN). */
     int (*start)(struct executor *ex, const struct job *job, const struct spec_view *spec,

@@ -141,12 +141,12 @@ static bool retryable_exit(const struct spec_view *v, const struct rank *k)
     return code == 130 || code == 137 || code == 143 || code == 138;
 }
 
-static void legacy_exit_code(const struct spec_view *v, const struct job *j, const struct rank *k,
-                             struct retry_decision *d)
+static void legacy_exit_code(const struct spec_view *v, const struct job *j, int susp,
+                             const struct rank *k, struct retry_decision *d)
 {
     if (d->category == RETRY_PREEMPTION || v->restart_on)
         return; /* preemptions keep their own budget; `on` replaces the exit code rule */
-    bool listed = k && retryable_exit(v, k), budget = j->attempt < v->max_restarts;
+    bool listed = k && retryable_exit(v, k), budget = j->attempt - susp < v->max_restarts;
     d->restart = listed && budget;
     int code = k ? (k->signal ? 128 + k->signal : k->exit_code) : -1;
     snprintf(d->reason, sizeof(d->reason), "exit code %d %s restart.exit_codes%s", code,
@@ -216,10 +216,10 @@ void outcome_decide(struct store *st, struct health *h, const struct job *j,
     }
     struct retry_policy pol;
     outcome_policy(v, &pol);
-    int pre = preemption_restarts(st, j);
-    retry_decide(&hs.s, &pol, j->attempt - pre, pre, &out->dec);
+    int pre = preemption_restarts(st, j), susp = store_job_suspensions(st, j->pk);
+    retry_decide(&hs.s, &pol, j->attempt - pre - susp, pre, &out->dec);
     if (strcmp(v->restart_policy, "exit_code") == 0)
-        legacy_exit_code(v, j, k, &out->dec);
+        legacy_exit_code(v, j, susp, k, &out->dec);
     out->restart = out->dec.restart;
     out->state = out->dec.preempted ? JOB_PREEMPTED : JOB_FAILED;
     if (hs.s.found) {

@@ -54,6 +54,12 @@ static const struct option_def options[] = {
     OPT("sync-full", O_BOOL, sync_full, "on",
         "fsync each commit (survives power loss); off: survives process crashes only"),
     OPT("local-slots", O_INT, local_slots, "0", "ranks the local executor runs at once (0: CPUs)"),
+    OPT("local-gpus", O_STRING, local_gpus, "auto",
+        "GPUs the local executor hands out: auto (every GPU NVML finds), none, or indices or "
+        "UUIDs, comma-separated"),
+    OPT("test-gpus", O_STRING, test_gpus, "",
+        "TESTS ONLY: a JSON file listing GPUs ({index, uuid, name, memory_bytes}) used instead "
+        "of NVML"),
     OPT("local-sandbox", O_STRING, local_sandbox, "auto",
         "sandbox local ranks: auto (when the host can; else only admins may run local jobs), "
         "required (refuse to start without), off (ranks run as the daemon: accepts the risk)"),

@@ -34,6 +34,8 @@ struct config {
     int header_timeout_seconds;
     bool sync_full;
     int local_slots;
+    char *local_gpus;    /* auto, none, or a list */
+    char *test_gpus;     /* TESTS ONLY */
     char *local_sandbox; /* auto, required, off */
     int local_uid_base;
     int local_uids;

@@ -127,12 +127,20 @@ static json_t *on_dry_run(void *ctx, const json_t *spec, const char *job_id, str
     return NULL;
 }
 
+static bool on_queue_status(void *ctx, int64_t pk, char *reason, size_t rlen, char *message,
+                            size_t mlen, int *position)
+{
+    struct daemon *d = ctx;
+    return controller_queue_status(d->controller, pk, reason, rlen, message, mlen, position);
+}
+
 static json_t *on_nodes(void *ctx, struct err *err)
 {
     struct daemon *d = ctx;
-    if (!d->kube) /* no cluster: only the nodes that have marks are listed */
-        return json_pack("{s:[]}", "items");
-    return kube_nodes_snapshot(d->kube, err);
+    json_t *out = d->kube ? kube_nodes_snapshot(d->kube, err) : json_pack("{s:[]}", "items");
+    if (out) /* this machine, where the local executor runs ranks */
+        json_array_append_new(json_object_get(out, "items"), local_node(d->executors[0]));
+    return out;
 }
 
 /* trainyard's state of a job, for the Kubernetes executor's suspended objects. */
@@ -394,6 +402,8 @@ static int start_executors(struct daemon *d, struct err *err)
                                 .uid_count = (unsigned)d->cfg.local_uids,
                                 .pids_max = d->cfg.local_pids_max,
                                 .hide = d->hide,
+                                .gpus = d->cfg.local_gpus,
+                                .gpus_file = d->cfg.test_gpus,
                                 .max_line = d->cfg.log_max_line,
                                 .max_log_bytes = d->cfg.log_max_bytes,
                                 .logs = collect_sources(d->collect) };
@@ -506,12 +516,14 @@ static void setup_api(struct daemon *d)
     setup_cluster(d);
     a->local_slots = d->cfg.local_slots;
     a->webhook_allow_local = d->cfg.webhook_allow_local;
+    a->local_gpus = local_gpu_count(d->executors[0]);
     a->started_at = clock_now_ns();
     a->daemon = (struct api_daemon){ .ctx = d,
                                      .job_changed = on_job_changed,
                                      .job_deleted = on_job_deleted,
                                      .dry_run = on_dry_run,
                                      .nodes = on_nodes,
+                                     .queue_status = on_queue_status,
                                      .metrics = on_metrics,
                                      .rank_report = on_rank_report,
                                      .triggers_pending = on_triggers_pending,

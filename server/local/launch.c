@@ -84,6 +84,20 @@ static void launcher_env(char ***env, size_t *n, const struct launch *ln, int ra
     env_add(env, n, "PET_MASTER_PORT=%d", ln->master_port);
 }
 
+/* Removes NAME=... from env (its first occurrence). */
+static void unset_env(char **env, size_t *n, const char *name)
+{
+    size_t klen = strlen(name);
+    for (size_t i = 0; i < *n; i++) {
+        if (strncmp(env[i], name, klen) == 0 && env[i][klen] == '=') {
+            free(env[i]);
+            env[i] = env[--*n];
+            env[*n] = NULL;
+            return;
+        }
+    }
+}
+
 /* The spec's env; its value replaces an inherited one of the same name. */
 static void spec_env(char ***env, size_t *n, json_t *spec)
 {
@@ -93,17 +107,30 @@ static void spec_env(char ***env, size_t *n, json_t *spec)
     {
         if (!json_is_string(val))
             continue;
-        size_t klen = strlen(k);
-        for (size_t i = 0; i < *n; i++) {
-            if (strncmp((*env)[i], k, klen) == 0 && (*env)[i][klen] == '=') {
-                free((*env)[i]);
-                (*env)[i] = (*env)[--*n];
-                (*env)[*n] = NULL;
-                break;
-            }
-        }
+        unset_env(*env, n, k);
         env_add(env, n, "%s=%s", k, json_string_value(val));
     }
+}
+
+/* The rank's GPUs, by UUID, after the spec's env so that a job cannot name others': on a
+ * machine with GPUs a rank that asked for none sees none (CUDA_VISIBLE_DEVICES empty). */
+static void gpu_env(struct local *l, char ***env, size_t *n, const struct launch *ln, int rank)
+{
+    if (l->gpus.n == 0)
+        return;
+    struct buf list = BUF_INIT;
+    for (int k = 0; k < ln->gpus_per_rank; k++) {
+        if (k)
+            buf_putc(&list, ',');
+        buf_puts(&list, l->gpus.gpu[ln->gpus[rank * ln->gpus_per_rank + k]].uuid);
+    }
+    const char *vars[] = { "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER" };
+    for (size_t v = 0; v < 3; v++)
+        unset_env(*env, n, vars[v]);
+    env_add(env, n, "CUDA_VISIBLE_DEVICES=%s", buf_cstr(&list));
+    env_add(env, n, "NVIDIA_VISIBLE_DEVICES=%s", list.len ? buf_cstr(&list) : "void");
+    env_add(env, n, "CUDA_DEVICE_ORDER=PCI_BUS_ID");
+    buf_release(&list);
 }
 
 /* What a rank's environment is made of: the launcher's variables, trainyard's, then the spec's
@@ -127,6 +154,7 @@ char **launch_env(struct local *l, const struct launch *ln, int rank)
         env_add(&env, &n, "TRAINYARD_URL=%s", l->url);
     env_add(&env, &n, "TRAINYARD_CHECKPOINT_DIR=%s", ln->ckpt);
     spec_env(&env, &n, ln->spec->env);
+    gpu_env(l, &env, &n, ln, rank);
     return env;
 }
 

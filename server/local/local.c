@@ -97,14 +97,25 @@ static int local_start(struct executor *ex, const struct job *j, const struct sp
                        int attempt, const char *token, struct err *err)
 {
     struct local *l = LOCAL(ex);
+    int per_rank = local_gpus_per_rank(v);
+    int *gpus = xcalloc((size_t)v->nranks * (size_t)per_rank + 1, sizeof(int));
     struct launch ln = { .job = j,
                          .spec = v,
                          .attempt = attempt,
                          .master_port = free_port(),
                          .token = token,
-                         .uid = l->sandbox ? job_uid(l, j->pk) : (unsigned)getuid() };
+                         .uid = l->sandbox ? job_uid(l, j->pk) : (unsigned)getuid(),
+                         .gpus = gpus,
+                         .gpus_per_rank = per_rank };
+    if (local_gpus_pick(l, v->nranks * per_rank, gpus) < 0) {
+        err_set(err, ERR_UNAVAILABLE, "%d GPUs are not free", v->nranks * per_rank);
+        report_start_failure(ex, j, attempt, 0, v->nranks, err->msg);
+        free(gpus);
+        return -1;
+    }
     if (local_prepare_dirs(l, &ln, err) < 0) {
         report_start_failure(ex, j, attempt, 0, v->nranks, err->msg);
+        free(gpus);
         return -1;
     }
     int rc = 0;
@@ -114,6 +125,7 @@ static int local_start(struct executor *ex, const struct job *j, const struct sp
             report_start_failure(ex, j, attempt, r, v->nranks, err->msg);
     }
     local_release_dirs(&ln);
+    free(gpus);
     return rc;
 }
 
@@ -121,7 +133,25 @@ static int local_fits(struct executor *ex, const struct job *j, const struct spe
 {
     (void)j;
     struct local *l = LOCAL(ex);
-    return atomic_load(&l->used) + v->nranks <= l->opts.slots;
+    return atomic_load(&l->used) + v->nranks <= l->opts.slots &&
+           v->nranks * local_gpus_per_rank(v) <= local_gpus_free(l);
+}
+
+static void local_capacity(struct executor *ex, int64_t *slots, int64_t *gpus)
+{
+    struct local *l = LOCAL(ex);
+    *slots = l->opts.slots;
+    *gpus = (int64_t)l->gpus.n;
+}
+
+int local_gpu_count(struct executor *ex)
+{
+    return (int)LOCAL(ex)->gpus.n;
+}
+
+json_t *local_node(struct executor *ex)
+{
+    return local_gpus_node(LOCAL(ex));
 }
 
 /* Every process of the rank: its cgroup when it has one (setsid'd ones too), else its group. */
@@ -361,6 +391,7 @@ static void local_free(struct executor *ex)
     free(l->data_dir);
     free(l->url);
     cgroup_roots_release(&l->cgroots);
+    pthread_mutex_destroy(&l->gpu_lock);
     free(l);
     free(ex);
 }
@@ -424,7 +455,10 @@ struct executor *local_new(const struct local_options *opts, struct err *err)
     if (!getcwd(l->cwd, sizeof(l->cwd)))
         snprintf(l->cwd, sizeof(l->cwd), "/");
     cgroup_roots_probe(&l->cgroots);
-    if (decide_sandbox(l, err) < 0) {
+    pthread_mutex_init(&l->gpu_lock, NULL);
+    if (gpus_discover(&l->gpus, opts->gpus, opts->gpus_file, err) < 0 ||
+        decide_sandbox(l, err) < 0) {
+        pthread_mutex_destroy(&l->gpu_lock);
         cgroup_roots_release(&l->cgroots);
         free(l->data_dir);
         free(l->url);
@@ -434,6 +468,7 @@ struct executor *local_new(const struct local_options *opts, struct err *err)
     struct executor *ex = XNEW(struct executor);
     *ex = (struct executor){ .name = "local",
                              .fits = local_fits,
+                             .capacity = local_capacity,
                              .start = local_start,
                              .stop = local_stop,
                              .adopt = local_adopt,

@@ -27,6 +27,8 @@ struct local_options {
     unsigned uid_count;      /* how many such identities there are */
     int64_t pids_max;        /* processes per rank at most; 0: no limit */
     const char *const *hide; /* files and directories ranks must not see (NULL-terminated) */
+    const char *gpus;        /* --local-gpus: NULL/"auto", "none", or indices/UUIDs to use */
+    const char *gpus_file;   /* --test-gpus: a JSON list of GPUs instead of NVML (tests) */
     int64_t max_line;
     int64_t max_log_bytes;  /* a job's log (--log-max-bytes): its ranks' raw files share it */
     const char *daemon_url; /* TRAINYARD_URL for the ranks; may be set later */
@@ -35,6 +37,11 @@ struct local_options {
 
 /* NULL with err when opts->sandbox is REQUIRED and the host cannot sandbox ranks. */
 struct executor *local_new(const struct local_options *opts, struct err *err);
+/* The GPUs the executor hands out (0 on a machine without NVIDIA GPUs). */
+int local_gpu_count(struct executor *ex);
+/* The local machine as GET /v1/nodes lists it: GPUs, slots and who uses them (new reference).
+ * Safe from any thread. */
+json_t *local_node(struct executor *ex);
 /* Whether ranks run sandboxed; when not, why (static or executor-owned text) in *why. */
 bool local_sandboxed(struct executor *ex, const char **why);
 /* The URL ranks reach the daemon at, once the listener is bound. */

@@ -10,10 +10,12 @@
 #define TY_LOCAL_INTERNAL_H
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <sys/types.h>
 
 #include "server/local/cgroup.h"
+#include "server/local/gpus.h"
 #include "server/local/local.h"
 
 struct lrank {
@@ -32,7 +34,9 @@ struct lrank {
     char key[32];
     struct cgroup_rank cg; /* the rank's cgroups (parts may be NULL) */
     unsigned uid;          /* the identity the rank runs as */
-    int64_t oom_before;    /* the fallback OOM counter when the rank started, -1: unknown */
+    int gpu[GPUS_MAX];     /* its GPUs (indices into struct local's gpus) */
+    int ngpu;
+    int64_t oom_before; /* the fallback OOM counter when the rank started, -1: unknown */
 };
 
 struct local {
@@ -48,6 +52,13 @@ struct local {
     char cwd[PATH_MAX];          /* the daemon's directory: the ranks' too */
     atomic_int used;
     atomic_ullong spawned;
+    struct gpus gpus; /* the machine's, as found at start (read-only) */
+    /* Who uses each GPU, and the rank list: written on the controller thread under gpu_lock,
+     * read under it by GET /v1/nodes. */
+    pthread_mutex_t gpu_lock;
+    int64_t gpu_job[GPUS_MAX]; /* the job's pk, 0: free */
+    char gpu_job_id[GPUS_MAX][32];
+    int gpu_rank[GPUS_MAX];
 };
 
 #define LOCAL(ex) ((struct local *)(ex)->impl)
@@ -63,6 +74,8 @@ struct launch {
     const char *ckpt; /* the checkpoint directory */
     const char *home; /* the job's home directory */
     const char *shm;  /* the directory the ranks share as /dev/shm */
+    const int *gpus;  /* rank r's GPUs: gpus[r * gpus_per_rank ...], indices into l->gpus */
+    int gpus_per_rank;
 };
 
 /* local.c */
@@ -92,6 +105,22 @@ int launch_write_env(const char *dir, char **env, struct err *err);
 char **launch_shim_argv(struct local *l, const struct launch *ln, const char *dir,
                         const struct cgroup_rank *cg);
 void launch_strv_free(char **v);
+
+/* local_gpus.c: handing GPUs to ranks */
+/* GPUs per rank the spec asks for (resources.gpus). */
+int local_gpus_per_rank(const struct spec_view *v);
+/* Free GPUs now. */
+int local_gpus_free(struct local *l);
+/* Picks n free GPUs into out (indices), lowest first; -1 when fewer are free. */
+int local_gpus_pick(struct local *l, int n, int *out);
+/* Marks r's GPUs as its (after start or adoption) / free again (its end). */
+void local_gpus_claim(struct local *l, const struct lrank *r);
+void local_gpus_release(struct local *l, const struct lrank *r);
+/* The GPUs named by UUID in the rank's CUDA_VISIBLE_DEVICES (read from DIR/env), into r (not
+ * yet claimed: local_add_rank does). */
+void local_gpus_adopt(struct local *l, struct lrank *r);
+/* The machine as GET /v1/nodes shows it (new reference). */
+json_t *local_gpus_node(struct local *l);
 
 /* local_rank.c */
 /* DATA_DIR/jobs/<id>/a<attempt>/r<rank> (caller frees). */

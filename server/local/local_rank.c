@@ -31,20 +31,26 @@ char *local_rank_dir(struct local *l, const char *job_id, int attempt, int rank)
 
 void local_add_rank(struct local *l, struct lrank *r)
 {
+    pthread_mutex_lock(&l->gpu_lock);
     XGROW(l->ranks, l->n, l->cap);
     l->ranks[l->n++] = r;
+    pthread_mutex_unlock(&l->gpu_lock);
+    local_gpus_claim(l, r);
     atomic_fetch_add(&l->used, 1);
 }
 
 void local_remove_rank(struct local *l, size_t i)
 {
     struct lrank *r = l->ranks[i];
+    local_gpus_release(l, r);
+    pthread_mutex_lock(&l->gpu_lock);
+    l->ranks[i] = l->ranks[--l->n];
+    pthread_mutex_unlock(&l->gpu_lock);
     if (r->pidfd >= 0)
         close(r->pidfd);
     cgroup_rank_release(&r->cg);
     free(r->dir);
     free(r);
-    l->ranks[i] = l->ranks[--l->n];
     atomic_fetch_sub(&l->used, 1);
 }
 
@@ -163,6 +169,8 @@ int local_spawn_rank(struct executor *ex, const struct launch *ln, int rank, str
     r->our_child = true;
     r->cg = cg;
     r->uid = ln->uid;
+    for (int k = 0; k < ln->gpus_per_rank; k++)
+        r->gpu[r->ngpu++] = ln->gpus[rank * ln->gpus_per_rank + k];
     r->oom_before = oom_before;
     local_add_rank(l, r);
     atomic_fetch_add(&l->spawned, 1);
@@ -209,6 +217,7 @@ int local_adopt_rank(struct executor *ex, const struct job *j, int rank)
     cgroup_rank_find(&l->cgroots, name, &r->cg);
     r->uid = uid;
     r->oom_before = -1;
+    local_gpus_adopt(l, r); /* before it is added: add claims them */
     if (!alive && r->pidfd >= 0) {
         close(r->pidfd);
         r->pidfd = -1;
