@@ -39,16 +39,16 @@ enum {
     J_LABELS,
     J_DELETE,
     J_IN_FLIGHT,
-    J_RUNNABLE,
     J_COUNT,
     J_SUSPENSIONS,
 };
 
 static const char *const sql[] = {
     [J_INSERT] = "INSERT INTO jobs (id, name, executor, state, reason, message, priority, queue,"
-                 " nranks, spec, owner, owner_id, desired, created_at, updated_at)"
-                 " VALUES (:id, :name, :executor, 'queued', :reason, :message, :priority, :queue,"
-                 " :nranks, :spec, :owner, :owner_id, :desired, :now, :now)",
+                 " nranks, gpus, deadline_seconds, spec, owner, owner_id, desired, created_at,"
+                 " updated_at) VALUES (:id, :name, :executor, 'queued', :reason, :message,"
+                 " :priority, :queue, :nranks, :gpus, :deadline, :spec, :owner, :owner_id,"
+                 " :desired, :now, :now)",
     [J_LABEL] = "INSERT INTO job_labels (job_pk, key, value) VALUES (:pk, :key, :value)",
     [J_RANK] = "INSERT INTO ranks (job_pk, rank, state) VALUES (:pk, :rank, 'pending')",
     [J_IDEM_GET] =
@@ -66,10 +66,6 @@ static const char *const sql[] = {
                  " ('succeeded', 'failed', 'cancelled', 'preempted')",
     [J_IN_FLIGHT] = "SELECT " JOB_COLS " FROM jobs WHERE state IN"
                     " ('starting', 'running', 'restarting', 'cancelling') ORDER BY pk",
-    /* INDEXED BY: without statistics SQLite would scan every queued job by state. */
-    [J_RUNNABLE] = "SELECT " JOB_COLS " FROM jobs INDEXED BY jobs_runnable"
-                   " WHERE state = 'queued' AND desired = 'run'"
-                   " ORDER BY priority DESC, pk LIMIT :limit",
     [J_COUNT] = "SELECT state, count(*) FROM jobs GROUP BY state",
     [J_SUSPENSIONS] = "SELECT count(*) FROM events WHERE job_pk = :pk"
                       " AND type = 'queued' AND reason IN ('Suspended', 'Requeued')",
@@ -237,6 +233,8 @@ static int apply_insert(struct conn *c, void *arg, struct err *err)
     bind_int(s, ":priority", jn->priority);
     bind_text(s, ":queue", jn->queue ? jn->queue : "");
     bind_int(s, ":nranks", jn->nranks);
+    bind_int(s, ":gpus", jn->gpus_per_rank);
+    bind_int(s, ":deadline", jn->deadline_seconds);
     bind_text(s, ":spec", jn->spec);
     bind_text(s, ":owner", jn->owner ? jn->owner : "");
     bind_text(s, ":owner_id", jn->owner_id ? jn->owner_id : "");
@@ -486,15 +484,6 @@ int store_jobs_in_flight(struct store *st, struct job ***out, size_t *n, struct 
 {
     struct conn *c = store_reader(st, err);
     sqlite3_stmt *s = c ? STMT(c, J_IN_FLIGHT, err) : NULL;
-    return collect_jobs(c, s, out, n, err);
-}
-
-int store_jobs_runnable(struct store *st, int limit, struct job ***out, size_t *n, struct err *err)
-{
-    struct conn *c = store_reader(st, err);
-    sqlite3_stmt *s = c ? STMT(c, J_RUNNABLE, err) : NULL;
-    if (s)
-        bind_int(s, ":limit", limit);
     return collect_jobs(c, s, out, n, err);
 }
 

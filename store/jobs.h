@@ -65,6 +65,8 @@ struct job_new {
     const char *executor;
     const char *spec; /* canonical JSON */
     int nranks;
+    int gpus_per_rank;        /* resources.gpus: what the scheduler reads (store/queues.h) */
+    int64_t deadline_seconds; /* deadline_seconds, the bound on its run; 0: none */
     int priority;
     const char *queue;
     const char *owner;    /* shown: the token's name, "trigger/<name>" */
@@ -204,8 +206,6 @@ int store_job_delete(struct store *st, int64_t pk, struct err *err);
 
 /* Jobs that may have live ranks (starting, running, restarting, cancelling), oldest first. */
 int store_jobs_in_flight(struct store *st, struct job ***out, size_t *n, struct err *err);
-/* Queued jobs ready to start (not suspended), best first: priority, then age. At most limit. */
-int store_jobs_runnable(struct store *st, int limit, struct job ***out, size_t *n, struct err *err);
 
 /* Attempts of the job that ended because it was suspended or requeued (they spend none of
  * its restarts); 0 when unknown. */

@@ -363,7 +363,9 @@ static const char *const migrations[] = {
     "  source TEXT NOT NULL," /* diagnosis | preflight */
     "  at INTEGER NOT NULL,"
     "  PRIMARY KEY (node, job_id)) WITHOUT ROWID;",
-    /* 9: named queues an admin configures (store/queues.c) */
+    /* 9: named queues an admin configures (store/queues.c); what the scheduler needs of a job
+     * beside its row (GPUs per rank, deadline), and an index holding all of it for the waiting
+     * jobs, so that a pass over 10,000 of them reads no spec */
     "CREATE TABLE queues ("
     "  name TEXT PRIMARY KEY,"
     "  priority INTEGER NOT NULL DEFAULT 0,"
@@ -371,7 +373,14 @@ static const char *const migrations[] = {
     "  description TEXT NOT NULL DEFAULT '',"
     "  updated_by TEXT NOT NULL DEFAULT '',"
     "  created_at INTEGER NOT NULL,"
-    "  updated_at INTEGER NOT NULL) WITHOUT ROWID;",
+    "  updated_at INTEGER NOT NULL) WITHOUT ROWID;"
+    "ALTER TABLE jobs ADD COLUMN gpus INTEGER NOT NULL DEFAULT 0;" /* per rank */
+    "ALTER TABLE jobs ADD COLUMN deadline_seconds INTEGER NOT NULL DEFAULT 0;"
+    "UPDATE jobs SET gpus = coalesce(json_extract(spec, '$.resources.gpus'), 0),"
+    "  deadline_seconds = coalesce(json_extract(spec, '$.deadline_seconds'), 0);"
+    "DROP INDEX jobs_runnable;"
+    "CREATE INDEX jobs_waiting ON jobs(priority DESC, pk, executor, queue, nranks, gpus,"
+    "  deadline_seconds, created_at, id) WHERE state = 'queued' AND desired = 'run';",
 };
 
 static int user_version(struct conn *c, int *version, struct err *err)

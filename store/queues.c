@@ -19,13 +19,12 @@ static const char *const sql[] = {
     [Q_DELETE] = "DELETE FROM queues WHERE name = :name",
     [Q_LIST] = "SELECT name, priority, gpu_quota, description, updated_by, created_at, updated_at"
                " FROM queues ORDER BY name",
-    /* The spec is canonical JSON: what the scheduler needs of it is read where it lies. */
-    [Q_WAITING] = "SELECT pk, executor, queue, priority, nranks,"
-                  " coalesce(json_extract(spec, '$.resources.gpus'), 0),"
-                  " coalesce(json_extract(spec, '$.deadline_seconds'), 0), created_at, id"
-                  " FROM jobs INDEXED BY jobs_runnable WHERE state = 'queued' AND desired = 'run'",
+    /* Read from the index alone (jobs_waiting covers every column): no row with its spec. */
+    [Q_WAITING] = "SELECT pk, executor, queue, priority, nranks, gpus, deadline_seconds,"
+                  " created_at, id FROM jobs INDEXED BY jobs_waiting"
+                  " WHERE state = 'queued' AND desired = 'run'",
     [Q_USAGE] = "SELECT CASE queue WHEN '' THEN 'default' ELSE queue END, state = 'queued',"
-                " count(*), sum(nranks * coalesce(json_extract(spec, '$.resources.gpus'), 0))"
+                " count(*), sum(nranks * gpus)"
                 " FROM jobs WHERE state IN ('queued', 'starting', 'running', 'restarting',"
                 " 'cancelling') GROUP BY 1, 2",
 };

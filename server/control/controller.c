@@ -11,6 +11,7 @@
 #include "server/control/controller_end.h"
 #include "server/control/controller_report.h"
 #include "server/control/controller_state.h"
+#include "server/control/spec_cache.h"
 
 #include "core/clock.h"
 #include "core/log.h"
@@ -34,6 +35,7 @@ struct controller *controller_new(struct store *st, struct executor **executors,
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->cond, NULL);
     pthread_mutex_init(&c->wait_lock, NULL);
+    c->specs = spec_cache_new();
     c->dirty = true;
     for (size_t i = 0; i < n; i++)
         controller_listen(c, executors[i]);
@@ -45,9 +47,8 @@ static void check_job(struct controller *c, struct job *j, int64_t now, struct a
     struct executor *ex = controller_executor(c, j->executor);
     if (!ex)
         return;
-    json_t *spec = json_loads(j->spec, 0, NULL);
     struct spec_view v;
-    spec_view(spec, &v);
+    spec_view(spec_cache_get(c->specs, j->pk, j->spec), &v);
     controller_admit_running(run, ex, j, &v); /* what it holds as the pass began */
     switch (j->state) {
     case JOB_CANCELLING:
@@ -77,7 +78,6 @@ static void check_job(struct controller *c, struct job *j, int64_t now, struct a
     default:
         break;
     }
-    json_decref(spec);
 }
 
 static void reconcile(struct controller *c)
@@ -93,6 +93,7 @@ static void reconcile(struct controller *c)
         for (size_t i = 0; i < n; i++)
             check_job(c, jobs[i], now, &run);
         jobs_free(jobs, n);
+        spec_cache_sweep(c->specs); /* the specs of jobs no longer in flight */
         controller_admit(c, &run);
     }
     controller_admit_release(&run);
@@ -230,6 +231,7 @@ void controller_free(struct controller *c)
     free(c->stopping_jobs);
     free(c->ending);
     free(c->waits);
+    spec_cache_free(c->specs);
     pthread_mutex_destroy(&c->wait_lock);
     pthread_cond_destroy(&c->cond);
     pthread_mutex_destroy(&c->lock);

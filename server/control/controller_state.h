@@ -66,6 +66,9 @@ struct controller {
     size_t nending, capending;
     atomic_ullong starts, restarts, failures, preemptions, stalls; /* read by /metrics */
 
+    /* The parsed specs of the jobs in flight (controller.c): parsed once per job, not per pass. */
+    struct spec_cache *specs;
+
     /* Why each queued job waits, from the last admission pass (controller_admit.c), sorted by
      * pk; swapped whole under wait_lock, which controller_queue_status takes to read it. */
     pthread_mutex_t wait_lock;

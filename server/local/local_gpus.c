@@ -106,7 +106,8 @@ static json_t *gpu_json(struct local *l, size_t i)
     return o;
 }
 
-/* The jobs on the machine, each with its ranks (rank and GPU indices), from the rank list. */
+/* The jobs on the machine, each with its ranks, from the rank list (which GPU each rank holds
+ * is in gpu_devices). */
 static json_t *jobs_json(struct local *l)
 {
     json_t *jobs = json_object();
@@ -115,10 +116,7 @@ static json_t *jobs_json(struct local *l)
         json_t *ranks = json_object_get(jobs, r->job_id);
         if (!ranks)
             json_object_set_new(jobs, r->job_id, ranks = json_array());
-        json_t *g = json_array();
-        for (int k = 0; k < r->ngpu; k++)
-            json_array_append_new(g, json_integer(l->gpus.gpu[r->gpu[k]].index));
-        json_array_append_new(ranks, json_pack("{s:i,s:o}", "rank", r->rank, "gpus", g));
+        json_array_append_new(ranks, json_integer(r->rank));
     }
     json_t *out = json_array();
     const char *id;

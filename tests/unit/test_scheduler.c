@@ -9,7 +9,7 @@
 
 #include "tests/unit/check.h"
 
-#define S(n) ((int64_t)(n) * 1000000000LL)
+#define S(n) ((int64_t)(n)*1000000000LL)
 #define NOW  S(1000000)
 
 static struct sched_job job(int64_t pk, int64_t slots, int64_t gpus)
