@@ -1,4 +1,5 @@
-// nodes: the cluster's nodes (GET /v1/nodes, with the Kubernetes executor) and every node
+// nodes: the cluster's nodes (GET /v1/nodes, with the Kubernetes executor), this machine (where
+// the local executor runs ranks: its GPUs, rank slots and who uses them) and every node
 // marked bad or suspect (by a person or by the diagnosis): GPU and EFA capacity, conditions,
 // marks with who made them, when and why (and a button to remove one), and the jobs on each.
 // The reader accepts both flat fields and Kubernetes-style capacity maps.
@@ -7,6 +8,16 @@ import { h, clear, notAvailable, errorNote, every, brief, timeEl, confirmDialog 
 import { href } from './router.js';
 
 const GPU = ['gpus', 'nvidia.com/gpu'], EFA = ['efa', 'vpc.amazonaws.com/efa'];
+
+// The local executor's machine: its GPUs by index, model and memory, and who uses each.
+function localGpus(n) {
+  const g = n.gpus || {}, devs = n.gpu_devices || [];
+  if (!devs.length) return h('span', { class: 'muted' }, n.gpu_source ? `none (${n.gpu_source.replace(/^none \(|\)$/g, '')})` : 'none');
+  return h('div', {}, h('div', {}, `${g.used} of ${g.capacity} in use`),
+    h('ul', { class: 'plain small' }, devs.map(d => h('li', {},
+      `${d.index}: ${d.name}, ${Math.round((d.memory_bytes || 0) / 2 ** 30)} GiB — `,
+      d.job ? h('a', { href: href(`/jobs/${d.job.id}`) }, `${d.job.id} rank ${d.job.rank}`) : h('span', { class: 'muted' }, 'free')))));
+}
 
 function amount(n, keys) {
   const from = o => { if (o) for (const k of keys) if (o[k] !== undefined) return o[k]; return undefined; };
@@ -62,7 +73,8 @@ function nodeCells(n, onUnmark) {
       h('span', { class: 'dot', 'aria-hidden': 'true' }), ready.ok ? 'Ready' : 'Not ready'),
     !ready.ok && ready.reason ? h('span', { class: 'muted small' }, ` ${ready.reason}`) : null] : '—'],
     ['Instance', n.instance_type || '—'], ['Zone', n.zone || '—'], ['Capacity', n.capacity_type || '—'],
-    ['GPUs', amount(n, GPU)], ['EFA', amount(n, EFA)],
+    ['GPUs', n.executor === 'local' ? localGpus(n) : amount(n, GPU)], ['EFA', amount(n, EFA)],
+    ['Rank slots', n.slots ? `${n.slots.used} of ${n.slots.capacity} in use` : '—'],
     ['Conditions', h('ul', { class: 'plain' }, conds.filter(c => c.type !== 'Ready').map(c =>
       h('li', { class: c.ok ? 'muted' : 'bad' }, `${c.type}: ${c.status}${c.reason ? ` (${c.reason})` : ''}`)))],
     ['Marks', marks(n, onUnmark)],

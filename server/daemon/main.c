@@ -138,8 +138,13 @@ static json_t *on_nodes(void *ctx, struct err *err)
 {
     struct daemon *d = ctx;
     json_t *out = d->kube ? kube_nodes_snapshot(d->kube, err) : json_pack("{s:[]}", "items");
-    if (out) /* this machine, where the local executor runs ranks */
-        json_array_append_new(json_object_get(out, "items"), local_node(d->executors[0]));
+    json_t *local = local_node(d->executors[0]);
+    /* This machine, where the local executor runs ranks: listed when that is the default
+     * executor, or while it runs any (a daemon in a cluster's pod is not a node of it). */
+    if (out && (strcmp(d->cfg.executor, "local") == 0 ||
+                jsonx_int(json_object_get(local, "slots"), "used", 0) > 0))
+        json_array_append_new(json_object_get(out, "items"), json_incref(local));
+    json_decref(local);
     return out;
 }
 

@@ -6,7 +6,7 @@
 #
 # 1. builds trainyard and trainyard-worker there (the worker with its CUDA and NCCL checks). The
 #    Debian libraries they need, where the machine has none, come as .deb files in DEBS_DIR
-#    (default tests/gpu/debs), made beforehand on a Debian 12 machine with tests/gpu/fetch-debs.sh
+#    (default: the folder debs beside this script, which git ignores), made beforehand on a Debian 12 machine with tests/gpu/fetch-debs.sh
 #    and unpacked here into a prefix with dpkg-deb -x: nothing is installed, nothing is fetched;
 # 2. runs `trainyard-worker preflight` on the GPU;
 # 3. starts the daemon (local executor, GPUs found through NVML) and runs a short PyTorch training

@@ -4,10 +4,10 @@
 # can be fetched): the -dev packages, their libraries and the libraries those need, except the
 # ones every Linux system has. Nothing is installed here either (apt-get download).
 #
-#   tests/gpu/fetch-debs.sh [DIR]       # default tests/gpu/debs (git ignores it)
+#   tests/gpu/fetch-debs.sh [DIR]       # default: the folder debs beside this script
 set -eu
 cd "$(dirname "$0")/../.."
-DIR=${1:-tests/gpu/debs}
+DIR=${1:-$(dirname "$0")/debs}
 mkdir -p "$DIR"
 WANT="libmicrohttpd-dev libjansson-dev libsqlite3-dev libcurl4-openssl-dev libyaml-dev libzstd-dev
       libssl-dev libgnutls28-dev libfabric-dev pkgconf"

@@ -124,9 +124,11 @@ async function nodeMarks({ page, d }) {
   await page.click('main table button:text("Unmark")');
   await page.waitForSelector('#confirm-dialog[open]');
   await page.click('#confirm-dialog button[value=ok]');
-  await page.waitForSelector('main .empty');
-  check('nodes: Unmark removes the mark', (await d.api('GET', '/v1/nodes')).body.items.length === 0 &&
-    !/gpu-node-7/.test(await page.textContent('main .empty')));
+  await page.waitForSelector('main .ok-note');
+  await page.waitForFunction(() => !/gpu-node-7/.test(document.querySelector('main table').textContent));
+  const after = (await d.api('GET', '/v1/nodes')).body.items;
+  check('nodes: Unmark removes the mark', after.every(n => !n.marked) &&
+    !after.some(n => n.name === 'gpu-node-7') && /localhost/.test(await page.textContent('main table')));
 }
 
 // A webhook receiver: 200 to the first message, 503 to every other.
