@@ -28,11 +28,17 @@ static const struct command commands[] = {
     { "events", cli_cmd_events, 1, 1, "ID", "the job's timeline" },
     { "diagnosis", cli_cmd_diagnosis, 1, 1, "ID", "which rank failed first, and why" },
     { "cancel", cli_cmd_cancel, 1, 1, "ID", "cancel a job" },
+    { "suspend", cli_cmd_suspend, 1, 1, "ID",
+      "suspend a job: SIGTERM and the grace period to checkpoint, its GPUs back to the queue" },
+    { "resume", cli_cmd_resume, 1, 1, "ID",
+      "let a suspended job start again, from its checkpoint" },
     { "wait", cli_cmd_wait, 1, 1, "ID", "wait for a job to end; exit status = its result" },
     { "nodes", cli_cmd_nodes, 0, 0, "", "the cluster's nodes (Kubernetes executor)" },
     { "templates", cli_cmd_templates, 0, 0, "", "job templates" },
     { "triggers", cli_cmd_triggers, 0, 0, "", "S3 triggers" },
     { "policies", cli_cmd_policies, 0, 0, "", "cluster policies: what tokens' jobs may use" },
+    { "queues", cli_cmd_queues, 0, 0, "",
+      "queues: priority, GPU quota, what they use and wait for" },
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 

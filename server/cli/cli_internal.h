@@ -91,5 +91,8 @@ int cli_cmd_nodes(struct cli *c);
 int cli_cmd_templates(struct cli *c);
 int cli_cmd_triggers(struct cli *c);
 int cli_cmd_policies(struct cli *c);
+int cli_cmd_queues(struct cli *c);
+int cli_cmd_suspend(struct cli *c);
+int cli_cmd_resume(struct cli *c);
 
 #endif

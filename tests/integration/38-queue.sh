@@ -95,6 +95,8 @@ check "a default job runs beside it" wait_state "$f1" running 30
 check_eq "research's second waits for the quota" QueueQuota "$(field "$r2" reason)"
 check_eq "and says so" "waiting for queue research's GPU quota: 1 of 1 in use, it needs 1; 1st in queue research" \
     "$(field "$r2" message)"
+check "trainyard queues lists them" in_out "$(TRAINYARD_URL=$URL TRAINYARD_TOKEN=$TOKEN "$TRAINYARD" queues)" \
+    "research +0 +1 +1 +1 +1"
 check_eq "GET /v1/queues: research uses 1 GPU, 1 job waits" "1 1 1" \
     "$(api GET /v1/queues | jq -r '.items[] | select(.name == "research") | "\(.gpu_quota) \(.gpus_used) \(.waiting_jobs)"')"
 low=$(gpujob low 3 "$HOLD")
@@ -146,13 +148,14 @@ check "the head runs once the timed job ended" wait_state "$head2" succeeded 30
 sus=$(gpujob suspend-me 4 "$TRAP")
 check "the job runs" wait_state "$sus" running 30
 sleep 0.5
-check_eq "suspend" 202 "$(status POST "/v1/jobs/$sus/suspend")"
+cli() { TRAINYARD_URL=$URL TRAINYARD_TOKEN=$TOKEN "$TRAINYARD" "$@"; }
+check "trainyard suspend" in_out "$(cli suspend "$sus")" "job $sus: restarting \(Suspending\)"
 check_eq "it is being suspended" true "$(field "$sus" suspended)"
 check "it is queued once its rank ended" eventually_eq "$sus" state queued
 check_eq "its reason" Suspended "$(field "$sus" reason)"
 check_eq "its GPUs are free" 0 "$(api GET /v1/nodes | jq '.items[] | select(.name == "localhost") | .gpus.used')"
 check "it saved on SIGTERM" in_out "$(api GET "/v1/jobs/$sus/logs")" "saved at [0-9]+"
-check_eq "resume" 200 "$(status POST "/v1/jobs/$sus/resume")"
+check "trainyard resume" in_out "$(cli resume "$sus")" "job $sus: queued"
 check "it runs again" wait_state "$sus" running 30
 check "from its checkpoint" eventually_logs "$sus" "attempt 1 resumes at [1-9]"
 check_eq "suspending a finished job is a conflict" 409 "$(status POST "/v1/jobs/$head/suspend")"
