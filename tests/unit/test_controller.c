@@ -246,7 +246,9 @@ static void on_job_state(void *ctx, int64_t pk, enum job_state state)
 }
 
 /* The states the callback reported for pk, as "starting running ..." */
-static void seen_states(int64_t pk, char *out, size_t size)
+static void sleep_ms(int ms);
+
+static void seen_states_now(int64_t pk, char *out, size_t size)
 {
     size_t len = 0;
     out[0] = '\0';
@@ -256,6 +258,25 @@ static void seen_states(int64_t pk, char *out, size_t size)
             len += (size_t)snprintf(out + len, size - len, "%s%s", len ? " " : "",
                                     jobstate_name(seen.state[i]));
     pthread_mutex_unlock(&seen.lock);
+}
+
+/* The states the callback saw for pk, once it has seen the one the store holds now: the callback
+ * runs just after the commit, on the controller's thread, so a test that saw the store change
+ * may ask before it has. */
+static void seen_states(struct store *st, int64_t pk, char *out, size_t size)
+{
+    struct job *j = store_job_get_pk(st, pk, NULL);
+    const char *now = j ? jobstate_name(j->state) : "";
+    int64_t until = clock_mono_ns() + WAIT_NS;
+    for (;;) {
+        seen_states_now(pk, out, size);
+        const char *last = strrchr(out, ' ');
+        last = last ? last + 1 : out;
+        if (strcmp(last, now) == 0 || clock_mono_ns() > until)
+            break;
+        sleep_ms(5);
+    }
+    job_free(j);
 }
 
 static struct controller *start_controller_with(struct store *st, struct executor **ex,
@@ -412,7 +433,7 @@ static void test_admission(struct store *st)
     fake_end(&f, d, 0, 0, 0);
     REACH(st, d, JOB_SUCCEEDED);
     CHECK_INT(FAKE_COUNT(&f, d, tokens), 1);
-    seen_states(b, buf, sizeof(buf));
+    seen_states(st, b, buf, sizeof(buf));
     CHECK_STR(buf, "starting running succeeded");
     controller_free(c);
     fake_release(&f);
@@ -481,7 +502,7 @@ static void test_restart(struct store *st)
     char buf[256];
     fake_started(&f, buf, sizeof(buf));
     CHECK_STR(buf, "rs/0 rs/1 ");
-    seen_states(pk, buf, sizeof(buf));
+    seen_states(st, pk, buf, sizeof(buf));
     CHECK_STR(buf, "starting running restarting starting running");
 
     report(&f, pk, 0, 1, RANK_FAILED, 9, 0); /* attempt 0's rank 1, reported late */
@@ -521,7 +542,7 @@ static void test_cancel(struct store *st)
     char rs[32];
     CHECK_STR(rank_state_of(st, pk, 0, rs, sizeof(rs)), "stopped");
     char buf[128];
-    seen_states(pk, buf, sizeof(buf));
+    seen_states(st, pk, buf, sizeof(buf));
     CHECK_STR(buf, "starting running cancelled");
     controller_free(c);
     fake_release(&f);
@@ -575,7 +596,7 @@ static void test_deadline(struct store *st)
     CHECK_INT(FAKE_COUNT(&f, pk, starts), 1);
     char rs[32];
     CHECK_STR(rank_state_of(st, pk, 0, rs, sizeof(rs)), "stopped");
-    seen_states(pk, buf, sizeof(buf));
+    seen_states(st, pk, buf, sizeof(buf));
     CHECK_STR(buf, "starting running failed");
     controller_free(c);
     fake_release(&f);
