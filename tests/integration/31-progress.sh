@@ -36,7 +36,7 @@ check_eq "running: the format is the framework's, not its tqdm bar's" hf "$(echo
 check "running: the epoch of the last dict" test "$(echo "$p" | jq '.epoch > 0 and .epoch < 1')" = true
 m=$(api GET /metrics)
 check "per-job step in /metrics" grep -q "^trainyard_job_step{job_id=\"$id\",job_name=\"hf\"} [0-9]" <<<"$m"
-check "per-job loss in /metrics" grep -q "^trainyard_job_loss{job_id=\"$id\",job_name=\"hf\"} [12]\." <<<"$m"
+check "per-job loss in /metrics" grep -qE "^trainyard_job_loss\{job_id=\"$id\",job_name=\"hf\"\} [12](\.[0-9]+)?$" <<<"$m"
 check "per-job throughput in /metrics" grep -q "^trainyard_job_throughput{job_id=\"$id\",job_name=\"hf\",unit=\"it/s\"} 10" <<<"$m"
 list=$(api GET "/v1/jobs?name=hf")
 check "progress in the job list" test "$(echo "$list" | jq '.items[0].progress.step >= 10')" = true
