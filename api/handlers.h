@@ -96,4 +96,10 @@ void webhooks_delete(struct request *req, struct response *res);
 void webhooks_test(struct request *req, struct response *res);
 void webhooks_deliveries(struct request *req, struct response *res);
 
+/* api/usage.c */
+void usage_get(struct request *req, struct response *res);
+void usage_jobs_get(struct request *req, struct response *res);
+void usage_prices_get(struct request *req, struct response *res);
+void usage_prices_update(struct request *req, struct response *res);
+
 #endif

@@ -177,6 +177,10 @@ void job_json_write(struct buf *out, const struct job *j, const struct job_view 
     put_progress(out, j, v->progress);
     key(out, "stalled");
     buf_puts(out, v->stalled ? "true" : "false");
+    if (v->usage) { /* usage: written by api/usage_job.c, copied as it is */
+        key(out, "usage");
+        buf_puts(out, v->usage);
+    }
     key(out, v->spec_size ? "spec_size" : "spec");
     buf_puts(out, j->spec && j->spec[0] ? j->spec : "null");
     buf_putc(out, '}');

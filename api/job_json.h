@@ -22,6 +22,7 @@ struct job_view {
     bool spec_size;            /* the job's spec member holds only its size: shown as "spec_size" */
     /* A queued job: why it waits, from the scheduler (NULL: the stored reason and message). */
     const struct job_wait_view *wait;
+    const char *usage; /* JSON text (api/usage.h); NULL: no "usage" member (list items) */
 };
 
 struct job_wait_view {

@@ -14,6 +14,7 @@
 #include "api/manifest.h"
 #include "api/manifest_submit.h"
 #include "job/secretenv.h"
+#include "api/usage.h"
 #include "job/spec.h"
 #include "core/clock.h"
 #include "core/crypto.h"
@@ -125,7 +126,12 @@ int jobs_write_stored(struct buf *out, struct request *req, const struct job *j,
         diag = store_diag_get(api->store, j->pk, -1, NULL);
         v.stall_summary = jsonx_str(json_object_get(diag, "stall"), "summary");
     }
+    /* usage: one job's, with its ranks (not on list items) */
+    struct buf usage = BUF_INIT;
+    if (ranks && usage_job_write(api, &usage, j->id, j->executor, clock_now_ns(), false, NULL) == 0)
+        v.usage = buf_cstr(&usage);
     job_json_write(out, j, &v);
+    buf_release(&usage);
     json_decref(diag);
     json_decref(progress);
     json_decref(labels);

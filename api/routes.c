@@ -87,6 +87,11 @@ const struct route routes[] = {
     { HTTP_POST, "/v1/webhooks/{id}/test", SCOPE_ADMIN, "webhooks_test", webhooks_test },
     { HTTP_GET, "/v1/webhooks/{id}/deliveries", SCOPE_ADMIN, "webhooks_deliveries",
       webhooks_deliveries },
+    /* usage */
+    { HTTP_GET, "/v1/usage", SCOPE_READ, "usage_get", usage_get },
+    { HTTP_GET, "/v1/usage/jobs/{id}", SCOPE_READ, "usage_jobs_get", usage_jobs_get },
+    { HTTP_GET, "/v1/usage/prices", SCOPE_READ, "usage_prices_get", usage_prices_get },
+    { HTTP_PUT, "/v1/usage/prices", SCOPE_ADMIN, "usage_prices_update", usage_prices_update },
 };
 
 const size_t routes_count = sizeof(routes) / sizeof(routes[0]);

@@ -5,6 +5,7 @@
 #include "api/apimetrics.h"
 #include "api/assets.h"
 #include "api/handlers.h"
+#include "api/usage.h"
 #include "core/clock.h"
 #include "core/wakeups.h"
 #include "core/prom.h"
@@ -155,6 +156,7 @@ void system_metrics(struct request *req, struct response *res)
                     "Log lines retention dropped, over the jobs still stored.", (double)dropped);
     }
     apimetrics_write(&res->body);
+    usage_metrics(api, &res->body);
     if (api->daemon.metrics)
         api->daemon.metrics(api->daemon.ctx, &res->body);
 }

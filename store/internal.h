@@ -33,6 +33,8 @@ enum store_module {
     MOD_FINDINGS,
     MOD_POLICIES,
     MOD_QUEUES,
+    MOD_USAGE,
+    MOD_USAGE_READS,
     MOD_WRITER,
     MOD_COUNT
 };
@@ -167,5 +169,9 @@ int delete_audited(struct conn *c, sqlite3_stmt *s, const char *noun, const char
 struct job_event;
 int event_insert(struct conn *c, int64_t pk, const struct job_event *e, int64_t now,
                  struct err *err);
+
+/* Records a rank's run inside the write that records its end (usage.c; store/usage.h). */
+struct usage_run;
+int usage_record_run(struct conn *c, int64_t pk, const struct usage_run *r, struct err *err);
 
 #endif

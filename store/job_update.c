@@ -190,6 +190,9 @@ static int apply_update(struct conn *c, void *arg, struct err *err)
     for (size_t i = 0; i < u->nevents; i++)
         if (event_insert(c, u->pk, &u->events[i], u->now, err) < 0)
             return -1;
+    /* usage: the rank's run is counted with its end, after the rank row has its times */
+    if (u->usage && usage_record_run(c, u->pk, u->usage, err) < 0)
+        return -1;
     return 0;
 }
 

@@ -163,6 +163,8 @@ struct rank_change {
     int64_t finished_at;
 };
 
+struct usage_run;
+
 struct job_event {
     const char *type; /* "accepted", "running", "rank_exited", a Kubernetes reason, ... */
     const char *reason;
@@ -191,6 +193,9 @@ struct job_update {
     size_t nranks;
     const struct job_event *events;
     size_t nevents;
+    /* usage: a rank's run that ended with this change, recorded in the same transaction
+     * (store/usage.h); NULL: none. */
+    const struct usage_run *usage;
     int64_t now;
 };
 

@@ -381,6 +381,61 @@ static const char *const migrations[] = {
     "DROP INDEX jobs_runnable;"
     "CREATE INDEX jobs_waiting ON jobs(priority DESC, pk, executor, queue, nranks, gpus,"
     "  deadline_seconds, created_at, id) WHERE state = 'queued' AND desired = 'run';",
+    /* 10: usage (store/usage.c). Kept after a job is deleted, so no table here references
+     * jobs; usage_runs holds each run of a rank split by UTC day (from_ns..to_ns), usage_days
+     * and usage_label_days its daily sums, usage_totals the sums since the start. Seconds are
+     * REAL: a year of rank-nanoseconds overflows an integer. */
+    "CREATE TABLE usage_groups ("
+    "  gk INTEGER PRIMARY KEY,"
+    "  owner TEXT NOT NULL, queue TEXT NOT NULL, executor TEXT NOT NULL,"
+    "  instance_type TEXT NOT NULL, capacity_type TEXT NOT NULL,"
+    "  UNIQUE (owner, queue, executor, instance_type, capacity_type));"
+    "CREATE TABLE usage_jobs ("
+    "  uj INTEGER PRIMARY KEY,"
+    "  job_id TEXT NOT NULL UNIQUE,"
+    "  name TEXT NOT NULL,"
+    "  owner TEXT NOT NULL, queue TEXT NOT NULL, executor TEXT NOT NULL,"
+    "  first_at INTEGER NOT NULL," /* end of its first recorded run: where it counts as a job */
+    "  first_gk INTEGER NOT NULL REFERENCES usage_groups(gk));"
+    "CREATE INDEX usage_jobs_by_first ON usage_jobs(first_at);"
+    "CREATE TABLE usage_job_labels ("
+    "  uj INTEGER NOT NULL REFERENCES usage_jobs(uj) ON DELETE CASCADE,"
+    "  key TEXT NOT NULL, value TEXT NOT NULL,"
+    "  PRIMARY KEY (uj, key)) WITHOUT ROWID;"
+    "CREATE TABLE usage_runs ("
+    "  uj INTEGER NOT NULL REFERENCES usage_jobs(uj) ON DELETE CASCADE,"
+    "  attempt INTEGER NOT NULL, rank INTEGER NOT NULL,"
+    "  started_at INTEGER NOT NULL," /* as reported: the run's identity */
+    "  day INTEGER NOT NULL,"        /* days since 1970-01-01 UTC */
+    "  from_ns INTEGER NOT NULL, to_ns INTEGER NOT NULL,"
+    "  finished_at INTEGER NOT NULL,"
+    "  gpus REAL NOT NULL,"
+    "  gk INTEGER NOT NULL REFERENCES usage_groups(gk),"
+    "  node TEXT NOT NULL DEFAULT '',"
+    /* by day first: a query's edge days read a stretch of the table, not a row per run */
+    "  PRIMARY KEY (day, uj, attempt, rank, started_at)) WITHOUT ROWID;"
+    "CREATE INDEX usage_runs_by_job ON usage_runs(uj, attempt, rank, started_at);"
+    "CREATE TABLE usage_days ("
+    "  day INTEGER NOT NULL, gk INTEGER NOT NULL,"
+    "  gpu_seconds REAL NOT NULL, rank_seconds REAL NOT NULL,"
+    "  runs INTEGER NOT NULL, jobs INTEGER NOT NULL,"
+    "  PRIMARY KEY (day, gk)) WITHOUT ROWID;"
+    "CREATE TABLE usage_label_days ("
+    "  key TEXT NOT NULL, day INTEGER NOT NULL, gk INTEGER NOT NULL, value TEXT NOT NULL,"
+    "  gpu_seconds REAL NOT NULL, rank_seconds REAL NOT NULL,"
+    "  runs INTEGER NOT NULL, jobs INTEGER NOT NULL,"
+    "  PRIMARY KEY (key, day, gk, value)) WITHOUT ROWID;"
+    /* one value of a label (label=team=nlp) without reading the others */
+    "CREATE INDEX usage_label_days_by_value ON usage_label_days(key, value, day);"
+    "CREATE TABLE usage_totals ("
+    "  gk INTEGER PRIMARY KEY,"
+    "  gpu_seconds REAL NOT NULL, rank_seconds REAL NOT NULL,"
+    "  runs INTEGER NOT NULL, jobs INTEGER NOT NULL);"
+    "CREATE TABLE usage_prices ("
+    "  id INTEGER PRIMARY KEY CHECK (id = 1),"
+    "  doc TEXT NOT NULL," /* JSON, checked by api/usage_price.c */
+    "  updated_by TEXT NOT NULL DEFAULT '',"
+    "  updated_at INTEGER NOT NULL);",
 };
 
 static int user_version(struct conn *c, int *version, struct err *err)

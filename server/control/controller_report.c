@@ -15,12 +15,13 @@
 #include "core/xalloc.h"
 #include "server/control/controller_end.h"
 #include "server/health/health.h"
+#include "store/usage.h"
 
 struct queued_report {
     bool is_job;
     struct rank_report rank;
     struct job_report job;
-    char *strings[5]; /* owned copies of the report's strings */
+    char *strings[7]; /* owned copies of the report's strings */
     struct queued_report *next;
 };
 
@@ -49,6 +50,8 @@ static void on_rank(void *ctx, const struct rank_report *r)
     q->rank.pod = q->strings[1] = dup_or_null(r->pod);
     q->rank.reason = q->strings[2] = dup_or_null(r->reason);
     q->rank.message = q->strings[3] = dup_or_null(r->message);
+    q->rank.instance_type = q->strings[5] = dup_or_null(r->instance_type);
+    q->rank.capacity_type = q->strings[6] = dup_or_null(r->capacity_type);
     if (!q->rank.time)
         q->rank.time = clock_now_ns();
     enqueue(ctx, q);
@@ -76,7 +79,7 @@ static void on_job(void *ctx, const struct job_report *r)
 
 static void report_free(struct queued_report *q)
 {
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 7; i++)
         free(q->strings[i]);
     for (size_t i = 0; q->is_job && i < q->job.nevents; i++) {
         free((char *)q->job.events[i].type);
@@ -196,6 +199,13 @@ static void feed_ending(struct controller *c, const struct rank_report *r, enum 
     health_rank_ended(c->opts.health, r->job_pk, r->attempt, &e);
 }
 
+/* usage: the run that ended, counted with the rank's end in its transaction (store/usage.h). */
+static void usage_of(const struct spec_view *v, const struct rank_report *r, struct usage_run *run)
+{
+    usage_run_init(run, v, r->attempt, r->rank, r->started_at, r->time, r->node, r->instance_type,
+                   r->capacity_type);
+}
+
 /* An executor that restarts ranks itself (Kubernetes) decides the job's fate from its own
  * objects: a rank's end is recorded, and its failure noted as the first one; only a cancel
  * completes here, once every rank has ended (and a stop trainyard decided: controller_settle). */
@@ -224,9 +234,15 @@ static void rank_ended_managed(struct controller *c, struct executor *ex, const 
     struct job_event e = {
         .type = "rank_exited", .reason = r->reason, .message = msg, .rank = r->rank, .time = r->time
     };
-    struct job_update u = {
-        .pk = j->pk, .ranks = &rc, .nranks = 1, .events = &e, .nevents = 1, .first_failure = ff
-    };
+    struct usage_run run;
+    usage_of(v, r, &run);
+    struct job_update u = { .pk = j->pk,
+                            .ranks = &rc,
+                            .nranks = 1,
+                            .events = &e,
+                            .nevents = 1,
+                            .first_failure = ff,
+                            .usage = &run };
     feed_ending(c, r, r->state);
     int rc_commit = controller_commit(c, &u);
     free(ff);
@@ -266,7 +282,11 @@ static void rank_ended(struct controller *c, struct executor *ex, const struct j
     struct job_event e = {
         .type = "rank_exited", .reason = r->reason, .message = msg, .rank = r->rank, .time = r->time
     };
-    struct job_update u = { .pk = j->pk, .ranks = &rc, .nranks = 1, .events = &e, .nevents = 1 };
+    struct usage_run run;
+    usage_of(v, r, &run);
+    struct job_update u = {
+        .pk = j->pk, .ranks = &rc, .nranks = 1, .events = &e, .nevents = 1, .usage = &run
+    };
     if (!known)
         feed_ending(c, r, state);
     if (controller_commit(c, &u) < 0 || jobstate_terminal(j->state))

@@ -35,6 +35,12 @@ struct rank_report {
     const char *message;
     int64_t time;
     int restarts; /* executors that manage restarts: the rank's restarts so far */
+    /* usage (store/usage.h), for a rank's end when the executor knows them: the run's own
+     * start (0: the one reported when it ran), the node's instance and capacity type (NULL:
+     * the spec's placement) */
+    int64_t started_at;
+    const char *instance_type;
+    const char *capacity_type;
 };
 
 /* What an executor saw happen to a job as a whole (Kubernetes conditions, events). */

@@ -118,6 +118,11 @@ void kube_nodes_remove(struct kube_nodes *n, const json_t *node)
         json_decref(kmap_del(&n->byname, name));
 }
 
+const json_t *kube_nodes_get(const struct kube_nodes *n, const char *name)
+{
+    return n && name ? kmap_get(&n->byname, name) : NULL;
+}
+
 static int by_name(const void *a, const void *b)
 {
     const char *x = jsonx_str(*(json_t *const *)a, "name"),

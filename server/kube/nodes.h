@@ -27,6 +27,9 @@ struct kube_nodes *kube_nodes_new(void);
 void kube_nodes_free(struct kube_nodes *n);
 void kube_nodes_upsert(struct kube_nodes *n, const json_t *node);
 void kube_nodes_remove(struct kube_nodes *n, const json_t *node);
+/* The view of node name (kube_node_view's shape), borrowed until the node changes; NULL when
+ * the cache does not have it. */
+const json_t *kube_nodes_get(const struct kube_nodes *n, const char *name);
 
 /* {"items": [...]} sorted by name (new reference). trainyard's marks on nodes are added by
  * the API (api/nodes.c), from the store. */
