@@ -39,6 +39,7 @@ static const struct command commands[] = {
     { "policies", cli_cmd_policies, 0, 0, "", "cluster policies: what tokens' jobs may use" },
     { "queues", cli_cmd_queues, 0, 0, "",
       "queues: priority, GPU quota, what they use and wait for" },
+    { "usage", cli_cmd_usage, 0, 1, "[ID]", "GPU-hours and cost, grouped; or one job's" },
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 

@@ -35,6 +35,8 @@ struct cli_args {
     /* logs */
     const char *rank, *grep, *tail, *stream, *attempt, *since, *until;
     bool strip_ansi, timestamps;
+    /* usage (cli_usage.c) */
+    const char *from, *to, *by, *owner, *queue, *executor, *label;
 };
 
 /* Fills a from argv (argv[0] included: it is the command or an option). ERR_INVALID for an

@@ -94,5 +94,6 @@ int cli_cmd_policies(struct cli *c);
 int cli_cmd_queues(struct cli *c);
 int cli_cmd_suspend(struct cli *c);
 int cli_cmd_resume(struct cli *c);
+int cli_cmd_usage(struct cli *c);
 
 #endif
