@@ -11,6 +11,7 @@ import { href, go } from './router.js';
 import { failurePanel, stallPanel, signalName } from './jobdiag.js';
 import { waitCard, runningCard, finalCard, cancelledCard, chartsPanel } from './jobcards.js';
 import { failureText } from './jobs.js';
+import { usageFacts } from './usage.js';
 
 const POLL_MS = 3000, LAST_LINE_RANKS = 16, MAX_RANK_ROWS = 200;
 
@@ -27,6 +28,7 @@ function facts(job) {
     ['Queue', job.queue || null], ['Priority', job.priority ? String(job.priority) : null],
     ['Labels', Object.keys(job.labels || {}).length ? Object.entries(job.labels).map(([k, v]) =>
       h('span', { class: 'chip' }, `${k}=${v}`)) : null],
+    ...usageFacts(job.usage),
   ];
   return h('dl', { class: 'facts' }, rows.filter(([, v]) => v !== null && v !== undefined && v !== '')
     .map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]));

@@ -6,6 +6,7 @@
 import { optional, get, enc } from './api.js';
 import { h, clear, badge, notAvailable, errorNote, duration, runTime, num, progressEl } from './dom.js';
 import { lineChart, readMetrics, chartGroups, exact, SUMMARY } from './charts.js';
+import { usageCost } from './usage.js';
 
 function dl(pairs) {
   return h('dl', { class: 'facts' }, pairs.filter(([, v]) => v !== null && v !== undefined && v !== '')
@@ -79,13 +80,15 @@ export function finalCard(job, series) {
   const s = job.spec || {};
   const gpus = (s.resources && s.resources.gpus) ? (s.nodes || 1) * s.resources.gpus : 0;
   const hours = ms ? ms / 3600000 : 0;
+  /* usage: the daemon's count of the ranks' own run times (job.usage, usage.js), else an estimate */
+  const u = job.usage, used = u ? (gpus ? u.gpu_seconds : u.rank_seconds) / 3600 : (gpus || job.nranks) * hours;
   return card('sec-final', 'Finished',
     h('p', { class: 'summary-line' }, `Succeeded after ${duration(ms)}${job.restarts ? ` and ${job.restarts} restart${job.restarts > 1 ? 's' : ''}` : ''}.`),
     dl([...progressFacts(job.progress && { ...job.progress, eta_seconds: 0 }),
       ...(series ? finalValues(series) : [])]),
     h('h3', {}, 'Usage'),
     dl([['Run time', duration(ms)], ['Size', procs(job)],
-      [gpus ? 'GPU hours' : 'Process hours', exact(+((gpus || job.nranks) * hours).toPrecision(3))]]));
+      [gpus ? 'GPU hours' : 'Process hours', exact(+used.toPrecision(3))], ['Cost', usageCost(u)]]));
 }
 
 export function cancelledCard(job) {

@@ -10,6 +10,7 @@ const { TOKEN, SHOTS, sleep, check, summary, Daemon, killStrays, browser, shot, 
   checkSequence, tmpdir } = require('./lib.js');
 const { trainingJob, diagnosis, nodeMarks, hooks } = require('./live.js');
 const { hfCharts, failureCard, everyRankTimedOut, stalledCard, queuedCard, searchColumns, runningJob } = require('./page.js');
+const { usage } = require('./usage.js');
 
 const NET_ERRORS = /net::ERR_|Failed to load resource/;
 const sh = script => ['sh', '-c', script];
@@ -36,7 +37,7 @@ async function main() {
 
     const steps = [tokenPrompt, submitForm, validation, followAndSearch, failedJob, cancelAndRetry,
       restartDuringFollow, otherViews, trainingJob, diagnosis, hfCharts, failureCard, everyRankTimedOut, stalledCard,
-      queuedCard, searchColumns, runningJob, nodeMarks, hooks, millionLines, authOffEventSource, phone];
+      queuedCard, searchColumns, runningJob, nodeMarks, hooks, usage, millionLines, authOffEventSource, phone];
     /* TY_WEB_ONLY=regexp runs the steps it names (after the sign-in), for work on one view */
     const only = process.env.TY_WEB_ONLY ? new RegExp(process.env.TY_WEB_ONLY) : null;
     for (const s of steps.filter(x => !only || x === tokenPrompt || only.test(x.name))) {
