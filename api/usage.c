@@ -170,7 +170,8 @@ void usage_get(struct request *req, struct response *res)
                                .to = q.to,
                                .now = now,
                                .label_key = q.label_key[0] ? q.label_key : NULL,
-                               .label_value = q.label_value };
+                               .label_value = q.label_value,
+                               .by_class = usage_query_by_class(&q) };
     if (store_usage_scan(req->api->store, &scan, usage_agg_add, agg, &err) < 0)
         goto out;
     respond(res, 200, usage_agg_json(agg));

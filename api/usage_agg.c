@@ -94,6 +94,14 @@ int usage_query_label(struct usage_query *q, const char *label, struct err *err)
     return set_label_key(q, label, (size_t)(eq - label), err);
 }
 
+bool usage_query_by_class(const struct usage_query *q)
+{
+    for (size_t k = 0; k < q->ndims; k++)
+        if (q->dims[k] == USAGE_BY_OWNER || q->dims[k] == USAGE_BY_QUEUE)
+            return false;
+    return !q->owner && !q->queue;
+}
+
 int usage_time_parse(const char *text, int64_t now, int64_t *ns)
 {
     int64_t d;
@@ -308,9 +316,14 @@ int usage_agg_add(void *agg, const struct usage_row *r, struct err *err)
             vals[k] = r->label;
             break;
         }
-        int w = snprintf(key + used, sizeof(key) - used, "%s%s", k ? "\x1f" : "",
-                         vals[k] ? vals[k] : "\x1e");
-        used += w > 0 && (size_t)w < sizeof(key) - used ? (size_t)w : 0;
+        const char *v = vals[k] ? vals[k] : "\x1e";
+        size_t len = strlen(v);
+        if (used + len + 2 > sizeof(key)) /* values are bounded far below; cut, never overrun */
+            len = sizeof(key) - used - 2;
+        if (k)
+            key[used++] = '\x1f';
+        memcpy(key + used, v, len);
+        used += len;
     }
     key[used] = '\0';
     struct group *grp = group_get(a, key, vals);

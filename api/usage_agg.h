@@ -11,6 +11,7 @@
 #define TY_USAGE_AGG_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -47,6 +48,9 @@ int usage_query_group_by(struct usage_query *q, const char *group_by, struct err
 /* label: "KEY=VALUE" (value borrowed from text); a second label key than group_by's is refused
  * (the daily sums are kept per label, not per combination). ERR_INVALID. */
 int usage_query_label(struct usage_query *q, const char *label, struct err *err);
+/* Whether the query needs neither owner nor queue (not grouped, not filtered by them): the
+ * store may then read its sums per class (store/usage.h's by_class). */
+bool usage_query_by_class(const struct usage_query *q);
 /* A point in time: RFC 3339, a date (YYYY-MM-DD, its midnight UTC), "now", or a duration
  * before now ("7d", "-7d", "36h", "90m"). -1 when it is none of these. */
 int usage_time_parse(const char *text, int64_t now, int64_t *ns);

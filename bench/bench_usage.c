@@ -11,7 +11,8 @@
  *   year, totals           from a year ago (not at midnight: two edge days read run by run)
  *   year by owner          ... and so on, see queries[] below
  *
- *   bench_usage [DIR]      DIR keeps the database: a second run reuses it (filling takes minutes)
+ *   bench_usage [DIR [QUERY]]  DIR keeps the database: a second run reuses it (filling takes
+ *                              minutes); QUERY: only the queries whose name holds it
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -164,7 +165,8 @@ static int64_t run_query(struct store *st, const struct query *q, int64_t now,
                                .to = uq.to,
                                .now = now,
                                .label_key = uq.label_key[0] ? uq.label_key : NULL,
-                               .label_value = uq.label_value };
+                               .label_value = uq.label_value,
+                               .by_class = usage_query_by_class(&uq) };
     if (store_usage_scan(st, &scan, count_row, &c, NULL) < 0)
         abort();
     json_t *doc = usage_agg_json(c.agg);
@@ -232,6 +234,8 @@ int main(int argc, char **argv)
     prices_init(&p, canon);
     printf("%-34s %10s %10s %8s %8s\n", "query", "best ms", "median ms", "rows", "groups");
     for (size_t i = 0; i < sizeof(queries) / sizeof(queries[0]); i++) {
+        if (argc > 2 && !strstr(queries[i].what, argv[2]))
+            continue;
         int64_t t[RUNS], rows = 0;
         size_t groups = 0, bytes = 0;
         for (int k = 0; k < RUNS; k++)

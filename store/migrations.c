@@ -411,6 +411,7 @@ static const char *const migrations[] = {
     "  finished_at INTEGER NOT NULL,"
     "  gpus REAL NOT NULL,"
     "  gk INTEGER NOT NULL REFERENCES usage_groups(gk),"
+    "  ck INTEGER NOT NULL REFERENCES usage_groups(gk)," /* its class: owner '', queue '' */
     "  node TEXT NOT NULL DEFAULT '',"
     /* by day first: a query's edge days read a stretch of the table, not a row per run */
     "  PRIMARY KEY (day, uj, attempt, rank, started_at)) WITHOUT ROWID;"
@@ -427,6 +428,20 @@ static const char *const migrations[] = {
     "  PRIMARY KEY (key, day, gk, value)) WITHOUT ROWID;"
     /* one value of a label (label=team=nlp) without reading the others */
     "CREATE INDEX usage_label_days_by_value ON usage_label_days(key, value, day);"
+    /* The same sums per class (executor, instance type, capacity type: a group with no owner
+     * and no queue), for the queries that do not ask by owner or queue: a label spread over
+     * every owner has a row per owner and value a day in the tables above, a few here. */
+    "CREATE TABLE usage_class_days ("
+    "  day INTEGER NOT NULL, ck INTEGER NOT NULL,"
+    "  gpu_seconds REAL NOT NULL, rank_seconds REAL NOT NULL,"
+    "  runs INTEGER NOT NULL, jobs INTEGER NOT NULL,"
+    "  PRIMARY KEY (day, ck)) WITHOUT ROWID;"
+    "CREATE TABLE usage_label_class_days ("
+    "  key TEXT NOT NULL, day INTEGER NOT NULL, ck INTEGER NOT NULL, value TEXT NOT NULL,"
+    "  gpu_seconds REAL NOT NULL, rank_seconds REAL NOT NULL,"
+    "  runs INTEGER NOT NULL, jobs INTEGER NOT NULL,"
+    "  PRIMARY KEY (key, day, ck, value)) WITHOUT ROWID;"
+    "CREATE INDEX usage_label_class_days_by_value ON usage_label_class_days(key, value, day);"
     "CREATE TABLE usage_totals ("
     "  gk INTEGER PRIMARY KEY,"
     "  gpu_seconds REAL NOT NULL, rank_seconds REAL NOT NULL,"

@@ -32,6 +32,8 @@ enum {
     W_PIECE_ADD,
     W_DAY_ADD,
     W_LABEL_DAY_ADD,
+    W_CLASS_DAY_ADD,
+    W_LABEL_CLASS_DAY_ADD,
     W_TOTAL_ADD,
     W_PRICES_SET,
     W_PRICES_DELETE,
@@ -57,14 +59,14 @@ static const char *const sql[] = {
     [W_UJOB_GET] = "SELECT uj FROM usage_jobs WHERE job_id = :id",
     [W_UJOB_LABELS] = "INSERT OR IGNORE INTO usage_job_labels (uj, key, value)"
                       " SELECT :uj, key, value FROM job_labels WHERE job_pk = :pk",
-    [W_RUN_GET] = "SELECT day, from_ns, to_ns, finished_at, gpus, gk FROM usage_runs"
+    [W_RUN_GET] = "SELECT day, from_ns, to_ns, finished_at, gpus, gk, ck FROM usage_runs"
                   " WHERE uj = :uj AND attempt = :attempt AND rank = :rank"
                   " AND started_at = :started",
     [W_RUN_DELETE] = "DELETE FROM usage_runs WHERE uj = :uj AND attempt = :attempt"
                      " AND rank = :rank AND started_at = :started",
     [W_PIECE_ADD] = "INSERT INTO usage_runs (uj, attempt, rank, started_at, day, from_ns, to_ns,"
-                    " finished_at, gpus, gk, node) VALUES (:uj, :attempt, :rank, :started, :day,"
-                    " :from, :to, :finished, :gpus, :gk, :node)",
+                    " finished_at, gpus, gk, ck, node) VALUES (:uj, :attempt, :rank, :started,"
+                    " :day, :from, :to, :finished, :gpus, :gk, :ck, :node)",
     [W_DAY_ADD] = "INSERT INTO usage_days (day, gk, gpu_seconds, rank_seconds, runs, jobs)"
                   " VALUES (:day, :gk, :gpu, :rank_s, :runs, :jobs)"
                   " ON CONFLICT (day, gk) DO UPDATE SET" ADD_FIGURES,
@@ -73,6 +75,14 @@ static const char *const sql[] = {
                         " rank_seconds, runs, jobs) SELECT key, :day, :gk, value, :gpu, :rank_s,"
                         " :runs, :jobs FROM usage_job_labels WHERE uj = :uj AND true"
                         " ON CONFLICT (key, day, gk, value) DO UPDATE SET" ADD_FIGURES,
+    [W_CLASS_DAY_ADD] = "INSERT INTO usage_class_days (day, ck, gpu_seconds, rank_seconds, runs,"
+                        " jobs) VALUES (:day, :gk, :gpu, :rank_s, :runs, :jobs)"
+                        " ON CONFLICT (day, ck) DO UPDATE SET" ADD_FIGURES,
+    [W_LABEL_CLASS_DAY_ADD] = "INSERT INTO usage_label_class_days (key, day, ck, value,"
+                              " gpu_seconds, rank_seconds, runs, jobs) SELECT key, :day, :gk,"
+                              " value, :gpu, :rank_s, :runs, :jobs FROM usage_job_labels"
+                              " WHERE uj = :uj AND true ON CONFLICT (key, day, ck, value)"
+                              " DO UPDATE SET" ADD_FIGURES,
     [W_TOTAL_ADD] = "INSERT INTO usage_totals (gk, gpu_seconds, rank_seconds, runs, jobs)"
                     " VALUES (:gk, :gpu, :rank_s, :runs, :jobs)"
                     " ON CONFLICT (gk) DO UPDATE SET" ADD_FIGURES,
@@ -123,9 +133,9 @@ static int64_t day_of(int64_t ns)
 struct record {
     const struct usage_run *run;
     int64_t pk;
-    int64_t started; /* the run's identity: as reported or as stored */
-    int64_t from;    /* what is counted: started, or USAGE_MAX_RUN_NS before the end */
-    int64_t gk, uj;
+    int64_t started;    /* the run's identity: as reported or as stored */
+    int64_t from;       /* what is counted: started, or USAGE_MAX_RUN_NS before the end */
+    int64_t gk, ck, uj; /* group, class (the group without owner and queue), job */
     char id[64], name[128], owner[128], queue[64], executor[32];
 };
 
@@ -159,11 +169,12 @@ static int job_info(struct conn *c, struct record *rec, struct err *err)
     return 0;
 }
 
-static void bind_group(sqlite3_stmt *s, const struct record *rec)
+/* The run's group, or (class) its class: the same without owner and queue. */
+static void bind_group(sqlite3_stmt *s, const struct record *rec, bool class)
 {
     const struct usage_run *r = rec->run;
-    bind_text(s, ":owner", rec->owner);
-    bind_text(s, ":queue", rec->queue);
+    bind_text(s, ":owner", class ? "" : rec->owner);
+    bind_text(s, ":queue", class ? "" : rec->queue);
     bind_text(s, ":executor", rec->executor);
     bind_text(s, ":it", r->instance_type ? r->instance_type : "");
     bind_text(s, ":ct", r->capacity_type ? r->capacity_type : "");
@@ -180,35 +191,35 @@ static int key_of(struct conn *c, sqlite3_stmt *get, int64_t *out, struct err *e
     return rc == SQLITE_ROW ? 0 : sql_fail(c, err, "reading a usage key");
 }
 
-static int group_key(struct conn *c, struct record *rec, struct err *err)
+static int group_key(struct conn *c, struct record *rec, bool class, struct err *err)
 {
     sqlite3_stmt *s = STMT(c, W_GROUP_ADD, err);
     if (!s)
         return -1;
-    bind_group(s, rec);
+    bind_group(s, rec, class);
     if (sql_exec_stmt(c, s, err, "recording a usage group") < 0)
         return -1;
     s = STMT(c, W_GROUP_GET, err);
     if (s)
-        bind_group(s, rec);
-    return key_of(c, s, &rec->gk, err);
+        bind_group(s, rec, class);
+    return key_of(c, s, class ? &rec->ck : &rec->gk, err);
 }
 
-/* Adds figures to the day's sums of the group, and of each of the job's labels. */
-static int add_day(struct conn *c, const struct record *rec, int64_t gk, int64_t day,
+/* Adds figures to the day's sums of the group and its class, and of each of the job's labels. */
+static int add_day(struct conn *c, const struct record *rec, int64_t gk, int64_t ck, int64_t day,
                    const struct usage_figures *f, struct err *err)
 {
-    for (int i = W_DAY_ADD; i <= W_LABEL_DAY_ADD; i++) {
+    for (int i = W_DAY_ADD; i <= W_LABEL_CLASS_DAY_ADD; i++) {
         sqlite3_stmt *s = STMT(c, i, err);
         if (!s)
             return -1;
         bind_int(s, ":day", day);
-        bind_int(s, ":gk", gk);
+        bind_int(s, ":gk", i >= W_CLASS_DAY_ADD ? ck : gk);
         sqlite3_bind_double(s, sqlite3_bind_parameter_index(s, ":gpu"), f->gpu_seconds);
         sqlite3_bind_double(s, sqlite3_bind_parameter_index(s, ":rank_s"), f->rank_seconds);
         bind_int(s, ":runs", f->runs);
         bind_int(s, ":jobs", f->jobs);
-        if (i == W_LABEL_DAY_ADD)
+        if (i == W_LABEL_DAY_ADD || i == W_LABEL_CLASS_DAY_ADD)
             bind_int(s, ":uj", rec->uj);
         if (sql_exec_stmt(c, s, err, "adding to the daily usage") < 0)
             return -1;
@@ -258,7 +269,7 @@ static int usage_job(struct conn *c, struct record *rec, struct err *err)
     if (sql_exec_stmt(c, s, err, "recording a job's labels") < 0)
         return -1;
     struct usage_figures job = { .jobs = 1 };
-    return add_day(c, rec, rec->gk, day_of(rec->run->finished_at - 1), &job, err) < 0 ||
+    return add_day(c, rec, rec->gk, rec->ck, day_of(rec->run->finished_at - 1), &job, err) < 0 ||
                    add_total(c, rec->gk, &job, err) < 0
                ? -1
                : 0;
@@ -274,7 +285,7 @@ static void bind_run_key(sqlite3_stmt *s, const struct record *rec)
 
 /* A piece of a run: its part of one day. */
 struct piece {
-    int64_t day, from, to, finished, gk;
+    int64_t day, from, to, finished, gk, ck;
     double gpus;
 };
 
@@ -295,7 +306,8 @@ static int old_pieces(struct conn *c, const struct record *rec, struct piece *ou
                                       .to = col_int(s, 2),
                                       .finished = col_int(s, 3),
                                       .gpus = sqlite3_column_double(s, 4),
-                                      .gk = col_int(s, 5) };
+                                      .gk = col_int(s, 5),
+                                      .ck = col_int(s, 6) };
     sqlite3_reset(s);
     return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : sql_fail(c, err, "reading a usage run");
 }
@@ -311,7 +323,7 @@ static int count_piece(struct conn *c, const struct record *rec, const struct pi
     total->gpu_seconds += f.gpu_seconds;
     total->rank_seconds += f.rank_seconds;
     total->runs += f.runs;
-    return add_day(c, rec, p->gk, p->day, &f, err);
+    return add_day(c, rec, p->gk, p->ck, p->day, &f, err);
 }
 
 /* Takes an earlier record of the same run back out. *same: it said exactly this already. */
@@ -353,6 +365,7 @@ static int add_piece(struct conn *c, const struct record *rec, const struct piec
     bind_int(s, ":finished", p->finished);
     sqlite3_bind_double(s, sqlite3_bind_parameter_index(s, ":gpus"), p->gpus);
     bind_int(s, ":gk", p->gk);
+    bind_int(s, ":ck", p->ck);
     bind_text(s, ":node", rec->run->node ? rec->run->node : "");
     return sql_exec_stmt(c, s, err, "recording a usage run");
 }
@@ -369,6 +382,7 @@ static int add_run(struct conn *c, const struct record *rec, struct err *err)
                            .to = r->finished_at < hi ? r->finished_at : hi,
                            .finished = r->finished_at,
                            .gk = rec->gk,
+                           .ck = rec->ck,
                            .gpus = r->gpus };
         if (add_piece(c, rec, &p, err) < 0 || count_piece(c, rec, &p, 1, &total, err) < 0)
             return -1;
@@ -387,7 +401,8 @@ int usage_record_run(struct conn *c, int64_t pk, const struct usage_run *r, stru
     if (r->finished_at - rec.from > USAGE_MAX_RUN_NS)
         rec.from = r->finished_at - USAGE_MAX_RUN_NS;
     bool same;
-    if (job_info(c, &rec, err) < 0 || group_key(c, &rec, err) < 0 || usage_job(c, &rec, err) < 0 ||
+    if (job_info(c, &rec, err) < 0 || group_key(c, &rec, false, err) < 0 ||
+        group_key(c, &rec, true, err) < 0 || usage_job(c, &rec, err) < 0 ||
         forget_run(c, &rec, &same, err) < 0)
         return err_wrap(err, "recording usage");
     if (!same && add_run(c, &rec, err) < 0)

@@ -10,7 +10,8 @@
  *
  * Tables (store/migrations.c, 10): the groups usage is summed by (owner, queue, executor,
  * instance type, capacity type), each run split by UTC day, each day's sums per group and per
- * group and label, and running totals for /metrics. A query over a long range reads the daily
+ * group and label, the same per class (a group without owner and queue), and running totals
+ * for /metrics. A query over a long range reads the daily
  * sums; the days at its edges and runs still going are read run by run, so figures are exact to
  * the nanosecond for any range.
  *
@@ -95,6 +96,9 @@ struct usage_scan {
     /* Only rows of jobs with label_key = label_value are needed (others may come too); NULL:
      * every row. */
     const char *label_value;
+    /* Neither owner nor queue is asked for: rows may come per class (executor, instance type,
+     * capacity type: owner and queue "") instead of per group. */
+    bool by_class;
 };
 
 /* Calls fn with every row of usage in [from, to): daily sums for whole days, runs for the

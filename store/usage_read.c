@@ -20,9 +20,12 @@
 
 enum {
     R_GROUPS,
-    R_DAYS,
+    R_DAYS, /* the three of each group, then the same of each class */
     R_LABEL_DAYS,
     R_VALUE_DAYS,
+    R_CLASS_DAYS,
+    R_LABEL_CLASS_DAYS,
+    R_VALUE_CLASS_DAYS,
     R_EDGE_RUNS,
     R_EDGE_JOBS,
     R_LIVE,
@@ -47,8 +50,16 @@ static const char *const sql[] = {
                      " ORDER BY day, gk, value",
     [R_VALUE_DAYS] = "SELECT day, gk, value, gpu_seconds, rank_seconds, runs, jobs"
                      " FROM usage_label_days INDEXED BY usage_label_days_by_value"
-                     " WHERE key = :key AND value = :value"
-                     " AND day >= :d0 AND day <= :d1",
+                     " WHERE key = :key AND value = :value AND day >= :d0 AND day <= :d1",
+    [R_CLASS_DAYS] = "SELECT day, ck, NULL, gpu_seconds, rank_seconds, runs, jobs"
+                     " FROM usage_class_days WHERE day >= :d0 AND day <= :d1 ORDER BY day, ck",
+    [R_LABEL_CLASS_DAYS] = "SELECT day, ck, value, gpu_seconds, rank_seconds, runs, jobs"
+                           " FROM usage_label_class_days WHERE key = :key AND day >= :d0"
+                           " AND day <= :d1 ORDER BY day, ck, value",
+    [R_VALUE_CLASS_DAYS] = "SELECT day, ck, value, gpu_seconds, rank_seconds, runs, jobs"
+                           " FROM usage_label_class_days"
+                           " INDEXED BY usage_label_class_days_by_value WHERE key = :key"
+                           " AND value = :value AND day >= :d0 AND day <= :d1",
     [R_EDGE_RUNS] = "SELECT :day, p.gk, l.value, sum(" CLIPPED " * p.gpus) / 1e9,"
                     " sum(" CLIPPED ") / 1e9,"
                     " sum(p.to_ns = p.finished_at AND p.finished_at > :lo"
@@ -133,6 +144,9 @@ static void groups_release(struct groups *gs)
 
 static const struct usage_group *group_find(const struct groups *gs, int64_t gk)
 {
+    /* keys are handed out 1, 2, 3...: the gk-th is almost always where it is */
+    if (gk >= 1 && (size_t)gk <= gs->n && gs->gk[gk - 1] == gk)
+        return &gs->g[gk - 1];
     size_t lo = 0, hi = gs->n;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
@@ -248,14 +262,16 @@ static int label_days(struct conn *c, struct scan *sc, sqlite3_stmt *sd, sqlite3
 static int whole_days(struct conn *c, struct scan *sc, int64_t d0, int64_t d1, struct err *err)
 {
     const struct usage_scan *q = sc->q;
+    /* without owner or queue, the sums per class: fewer rows, the same figures */
+    int base = q->by_class ? R_CLASS_DAYS - R_DAYS : 0;
     /* no label, or only rows with the label's value: one statement */
     if (!q->label_key || q->label_value) {
-        sqlite3_stmt *s = STMT(c, q->label_key ? R_VALUE_DAYS : R_DAYS, err);
+        sqlite3_stmt *s = STMT(c, base + (q->label_key ? R_VALUE_DAYS : R_DAYS), err);
         if (s)
             bind_days(s, q, d0, d1);
         return sql_rows(c, s, "reading daily usage", sum_row, sc, err);
     }
-    sqlite3_stmt *sd = STMT(c, R_DAYS, err), *sl = STMT(c, R_LABEL_DAYS, err);
+    sqlite3_stmt *sd = STMT(c, base + R_DAYS, err), *sl = STMT(c, base + R_LABEL_DAYS, err);
     if (!sd || !sl)
         return -1;
     bind_days(sd, q, d0, d1);

@@ -20,6 +20,7 @@
 #define DAY  USAGE_NS_PER_DAY
 #define HOUR (3600 * NS_PER_SEC)
 static const int64_t T0 = 20000 * DAY; /* 2024-10-04T00:00:00Z */
+#define NEAR(a, b) (fabs((a) - (b)) < 1e-6)
 
 static int64_t job(struct store *st, const char *id, const char *owner, const char *spec,
                    const char *team)
@@ -91,16 +92,34 @@ static int collect(void *ctx, const struct usage_row *r, struct err *err)
     return 0;
 }
 
+static bool by_class; /* read the sums per class (no owner, no queue) */
+
 static struct sums scan(struct store *st, int64_t from, int64_t to, const char *key, int64_t now)
 {
     struct sums s;
     memset(&s, 0, sizeof(s));
-    struct usage_scan q = { .from = from, .to = to, .now = now, .label_key = key };
+    struct usage_scan q = {
+        .from = from, .to = to, .now = now, .label_key = key, .by_class = by_class
+    };
     CHECK_INT(store_usage_scan(st, &q, collect, &s, NULL), 0);
     return s;
 }
 
-#define NEAR(a, b) (fabs((a) - (b)) < 1e-6)
+/* The sums per class are the sums per group, summed: the same answer, by either table. */
+static void same_by_class(struct store *st, int64_t from, int64_t to, const char *key)
+{
+    by_class = false;
+    struct sums g = scan(st, from, to, key, T0 + 3 * DAY);
+    by_class = true;
+    struct sums c = scan(st, from, to, key, T0 + 3 * DAY);
+    by_class = false;
+    CHECK(NEAR(g.all.gpu_seconds, c.all.gpu_seconds) &&
+          NEAR(g.all.rank_seconds, c.all.rank_seconds));
+    CHECK(g.all.runs == c.all.runs && g.all.jobs == c.all.jobs);
+    CHECK(NEAR(g.by_label[0].gpu_seconds, c.by_label[0].gpu_seconds) &&
+          NEAR(g.by_label[1].gpu_seconds, c.by_label[1].gpu_seconds));
+    CHECK(NEAR(g.day_gpu[0], c.day_gpu[0]) && NEAR(g.day_gpu[1], c.day_gpu[1]));
+}
 
 static void total_row(void *ctx, const struct usage_group *g, const struct usage_figures *f)
 {
@@ -168,6 +187,18 @@ static void ranges(struct store *st, int64_t a, int64_t b)
     memset(&s, 0, sizeof(s));
     CHECK_INT(store_usage_scan(st, &only, collect, &s, NULL), 0);
     CHECK(NEAR(s.by_label[1].gpu_seconds, 6 * 3600.0) && s.by_label[0].gpu_seconds == 0);
+    only.by_class = true;
+    memset(&s, 0, sizeof(s));
+    CHECK_INT(store_usage_scan(st, &only, collect, &s, NULL), 0);
+    CHECK(NEAR(s.by_label[1].gpu_seconds, 6 * 3600.0) && s.by_label[0].gpu_seconds == 0);
+    by_class = true; /* per class, the whole days read with no owner or queue */
+    s = scan(st, T0, T0 + 2 * DAY, "team", T0 + 3 * DAY);
+    by_class = false;
+    CHECK(NEAR(s.by_label[1].gpu_seconds, 6 * 3600.0) &&
+          NEAR(s.by_label[0].gpu_seconds, 4 * 3600.0));
+    CHECK_INT(s.all.jobs, 2);
+    same_by_class(st, T0, T0 + 2 * DAY, NULL);
+    same_by_class(st, T0 - DAY / 2, T0 + 2 * DAY + DAY / 2, "team");
 }
 
 static void per_job(struct store *st)
@@ -213,6 +244,7 @@ static void again(struct store *st, int64_t a)
     CHECK(NEAR(s.day_gpu[0], (2 * 3 + 4) * 3600.0));
     CHECK_INT(s.all.runs, 2);
     CHECK(NEAR(after.gpu_seconds, (4 * 2 + 4) * 3600.0));
+    same_by_class(st, T0, T0 + 2 * DAY, "team"); /* corrected in the class sums too */
 }
 
 /* A change that fails records nothing of its usage run. */

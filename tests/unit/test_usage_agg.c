@@ -251,6 +251,12 @@ static void parameters(void)
     err_release(&err);
     CHECK_INT(usage_query_label(&q, "team=nlp", NULL), 0);
     CHECK_STR(q.label_value, "nlp");
+    CHECK(usage_query_by_class(&q)); /* by a label: no owner, no queue */
+    q.owner = "alice";
+    CHECK(!usage_query_by_class(&q));
+    memset(&q, 0, sizeof(q));
+    CHECK_INT(usage_query_group_by(&q, "day,queue", NULL), 0);
+    CHECK(!usage_query_by_class(&q));
     int64_t now = (int64_t)DAY0 * USAGE_NS_PER_DAY + 3600 * NS_PER_SEC, t = 0;
     CHECK(usage_time_parse("7d", now, &t) == 0 && t == now - 7 * USAGE_NS_PER_DAY);
     CHECK(usage_time_parse("-36h", now, &t) == 0 && t == now - 36 * 3600 * NS_PER_SEC);
