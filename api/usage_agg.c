@@ -317,11 +317,10 @@ int usage_agg_add(void *agg, const struct usage_row *r, struct err *err)
             break;
         }
         const char *v = vals[k] ? vals[k] : "\x1e";
-        size_t len = strlen(v);
-        if (used + len + 2 > sizeof(key)) /* values are bounded far below; cut, never overrun */
-            len = sizeof(key) - used - 2;
-        if (k)
+        if (k && used < sizeof(key) - 1)
             key[used++] = '\x1f';
+        size_t len = strlen(v), room = sizeof(key) - 1 - used;
+        len = len < room ? len : room; /* values are bounded far below: cut, never overrun */
         memcpy(key + used, v, len);
         used += len;
     }
