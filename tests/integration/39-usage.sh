@@ -1,21 +1,18 @@
 #!/usr/bin/env bash
-# Usage and cost with real jobs on the local executor (resources.gpus is counted per rank, with
-# or without a device): each job's GPU-seconds equal its ranks' own run times (the shim's
+# Usage and cost with real jobs on the local executor (resources.gpus is counted per rank; the
+# GPUs are fakes): each job's GPU-seconds equal its ranks' own run times (the shim's
 # started_at/finished_at) times its GPUs, also for ranks that ended while the daemon was down;
 # GET /v1/usage groups them by owner, team label, queue, executor and day with totals; a
 # running job counts up to now; usage stays after the job is deleted and across a restart; an
 # admin's price table puts a cost on jobs and teams; /metrics counts the same; bad parameters
 # and price tables are refused naming what is wrong.
 source "$(dirname "$0")/lib.sh"
-# The local executor may count GPUs (--test-gpus stands in for NVML): give it eight then.
-if "$TRAINYARD" serve --help 2>&1 | grep -q -- '--test-gpus'; then
-    for i in 0 1 2 3 4 5 6 7; do
-        echo "{\"index\":$i,\"uuid\":\"GPU-0000000$i-0000-0000-0000-000000000000\",\"name\":\"Fake GPU\",\"memory_bytes\":85899345920}"
-    done | jq -s . >"$WORK/gpus.json"
-    ty_start --test-gpus "$WORK/gpus.json"
-else
-    ty_start
-fi
+# Eight fake GPUs (--test-gpus stands in for NVML): the local executor refuses a job asking
+# for more GPUs than the machine has.
+for i in 0 1 2 3 4 5 6 7; do
+    echo "{\"index\":$i,\"uuid\":\"GPU-0000000$i-0000-4000-8000-000000000000\",\"name\":\"Fake GPU\",\"memory_bytes\":85899345920}"
+done | jq -s . >"$WORK/gpus.json"
+ty_start --test-gpus "$WORK/gpus.json"
 
 # seconds(RFC 3339 with a fraction) in jq
 SECS='def secs: (.[0:19] + "Z" | fromdateiso8601) + ("0" + (.[19:-1] | if . == "" then ".0" else . end) | tonumber);'

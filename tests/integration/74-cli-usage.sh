@@ -4,7 +4,10 @@
 # price table's currency, -o json being the API's document, and refusals with exit status 8
 # (the daemon's reason shown) or 2 (a bad command line).
 source "$(dirname "$0")/lib.sh"
-ty_start
+for i in $(seq 10 25); do # 16 fake GPUs: the local executor refuses jobs asking for more than it has
+    echo "{\"index\":$((i - 10)),\"uuid\":\"GPU-000000$i-0000-4000-8000-000000000000\",\"name\":\"Fake GPU\",\"memory_bytes\":85899345920}"
+done | jq -s . >"$WORK/gpus.json"
+ty_start --test-gpus "$WORK/gpus.json"
 export TRAINYARD_URL=$URL TRAINYARD_TOKEN=$TOKEN XDG_CONFIG_HOME=$WORK/xdg HOME=$WORK
 unset TRAINYARD_CONFIG TRAINYARD_OUTPUT TRAINYARD_CACERT TRAINYARD_RETRY_FOR
 ty() { "$TRAINYARD" "$@"; }

@@ -4,6 +4,8 @@
 // GET /v1/usage answers; the grouping is changed through the form (the URL follows), and the
 // job page shows the job's GPU-hours and cost as GET /v1/jobs/{id} has them.
 'use strict';
+const fs = require('fs');
+const path = require('path');
 const { check, shot } = require('./lib.js');
 
 const sh = script => ['sh', '-c', script];
@@ -18,7 +20,29 @@ async function rowsOf(page) {
     [...tr.querySelectorAll('td')].map(td => td.textContent.trim())));
 }
 
+// The daemon again with 24 fake GPUs (--test-gpus: the local executor refuses a job asking for
+// more GPUs than the machine has), on the same port so that the page keeps its token.
+async function withGpus(d, fn) {
+  const file = path.join(d.work, 'gpus.json');
+  fs.writeFileSync(file, JSON.stringify([...Array(24).keys()].map(i => ({ index: i,
+    uuid: `GPU-${String(i).padStart(8, '0')}-0000-4000-8000-000000000000`, name: 'Fake GPU',
+    memory_bytes: 85899345920 }))));
+  const flags = d.flags;
+  await d.stop();
+  await d.start([...flags, '--test-gpus', file]);
+  try {
+    await fn();
+  } finally {
+    await d.stop();
+    await d.start(flags);
+  }
+}
+
 async function usage({ page, d }) {
+  await withGpus(d, () => usageSteps({ page, d }));
+}
+
+async function usageSteps({ page, d }) {
   const a = await d.submit({ name: 'usage-a', command: sh('sleep 2'), procs_per_node: 2,
     resources: { gpus: 8 }, labels: { team: 'usage-a' } });
   const b = await d.submit({ name: 'usage-b', command: sh('sleep 1'), resources: { gpus: 4 },
