@@ -1,9 +1,12 @@
 # trainyard: `make run` and `make test` are all a new user needs; both install what is missing.
 #
-#   make            build into build/ (build/trainyard, build/trainyard-worker)
+#   make            build into build/ (build/trainyard, build/trainyard-worker); warnings are
+#                   warnings, so a newer compiler does not break the build
 #   make run        build, then start the daemon on the embedded defaults
-#   make test       build with sanitizers into build-test/ and run every test (ctest), then the
-#                   whole tree with clang and the fuzzers for a bounded time (build-fuzz/)
+#   make test       build/ as above (tests/integration/81-release.sh tests that daemon), then
+#                   with sanitizers into build-test/ and run every test (ctest), then the whole
+#                   tree with clang and the fuzzers for a bounded time (build-fuzz/); both with
+#                   warnings as errors (TY_WERROR). 12-14 minutes on 2 cores (README.md).
 #   make bench      build and run the benchmarks in bench/
 #   make format     apply .clang-format to the tree
 #   make deps       install the Debian packages the build needs (apt-get, idempotent)
@@ -52,13 +55,13 @@ run: build
 	@echo "trainyard: web page and API at http://$(LISTEN)/  (auth is off for this loopback demo; see README)"
 	@exec build/trainyard serve --listen $(LISTEN) --data-dir $(DATA_DIR) --auth=off --local-slots 8
 
-test: test-deps
-	@cmake -S . -B build-test -DCMAKE_BUILD_TYPE=Debug -DTY_SANITIZE=ON >/dev/null
+test: test-deps build
+	@cmake -S . -B build-test -DCMAKE_BUILD_TYPE=Debug -DTY_SANITIZE=ON -DTY_WERROR=ON >/dev/null
 	@cmake --build build-test -j $(JOBS)
 	@cd build-test && ctest --output-on-failure -j $(JOBS) --timeout 900
 	@# The whole tree again with clang (warnings are errors there too), then each fuzz target
 	@# for 15 s and its regression corpus (tests/fuzz/README.md).
-	@CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DTY_FUZZ=ON >/dev/null
+	@CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DTY_FUZZ=ON -DTY_WERROR=ON >/dev/null
 	@cmake --build build-fuzz -j $(JOBS)
 	@cd build-fuzz && ctest --output-on-failure -j $(JOBS) -L fuzz
 

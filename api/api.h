@@ -29,7 +29,7 @@
 #include "job/spec.h"
 
 struct store;
-struct notify;
+struct wakeups;
 struct sns_verifier;
 
 enum http_method {
@@ -63,6 +63,11 @@ struct api_limits {
     struct spec_limits spec; /* what one job spec may hold */
     size_t max_body_bytes;
     int max_json_depth;
+    size_t max_spec_bytes;  /* a job's canonical spec, as stored */
+    size_t max_url_bytes;   /* a request target (path and query) as sent */
+    int max_query_params;   /* query parameters of one request */
+    int max_selector_terms; /* terms of a label selector */
+    size_t max_page_bytes;  /* a page of GET /v1/jobs ends early past this */
     int max_list_limit;
     int max_log_limit;
     int max_followers_per_client;
@@ -71,13 +76,17 @@ struct api_limits {
 };
 
 /* Calls from the API into the daemon, set by server/daemon/main.c. Each may be NULL. */
-struct api_hooks {
+struct api_daemon {
     void *ctx;
     void (*job_changed)(void *ctx, int64_t job_pk); /* a job was created, cancelled, resumed */
     /* Renders the executor object a spec would create (dry run); new reference or NULL+err. */
     json_t *(*dry_run)(void *ctx, const json_t *spec, const char *job_id, struct err *err);
     /* The cluster's nodes for GET /v1/nodes (new reference), or NULL with err. */
     json_t *(*nodes)(void *ctx, struct err *err);
+    /* Why a queued job waits (the scheduler's last pass): reason, message, place in its queue.
+     * False when not known (just submitted, suspended). Any thread; must not block long. */
+    bool (*queue_status)(void *ctx, int64_t job_pk, char *reason, size_t rlen, char *message,
+                         size_t mlen, int *position);
     /* A finished job was deleted: remove what it left outside the database (log files). */
     void (*job_deleted)(void *ctx, const char *job_id);
     /* Adds Prometheus text for daemon-level metrics (executors, ingest, HTTP). */
@@ -92,17 +101,35 @@ struct api_hooks {
                         const json_t *body);
 };
 
+/* The daemon's place in the cluster, for the cluster policy (api/policy.h): where jobs naming
+ * no namespace run, and what is the daemon's own, which no non-admin job may use. */
+struct api_cluster {
+    const char *jobs_namespace;   /* the executor's default; NULL: unknown (a job must name one) */
+    const char *namespace;        /* the daemon's own; NULL or "": none known */
+    const char *service_accounts; /* the daemon's own identities, comma-separated */
+    const char *volume_claims;    /* the daemon's own volumes (its database), comma-separated */
+};
+
 struct api {
     struct store *store;
-    struct notify *notify; /* wakes log followers when lines arrive */
+    struct wakeups *wakeups; /* wakes log followers when lines arrive */
     struct api_limits limits;
-    struct api_hooks hooks;
+    struct api_daemon daemon; /* calls into the daemon */
     bool auth_enabled;
     const char *default_executor;
     bool local_enabled;
+    /* NULL when local ranks run sandboxed; else why not, and whether non-admin local jobs are
+     * refused for it (--local-sandbox=auto) or the admin accepted the risk (off). */
+    const char *local_sandbox_why;
+    bool local_unsandboxed_refused;
+    const char *local_checkpoint_roots; /* comma-separated; non-admins' checkpoint.path */
+    const char *data_dir;               /* never a job's checkpoint path */
     bool kubernetes_enabled;
-    int local_slots;        /* ranks the local executor can run at once */
-    const char *public_url; /* base URL for links (webhooks, Location), may be NULL */
+    struct api_cluster cluster;
+    int local_slots;          /* ranks the local executor can run at once */
+    int local_gpus;           /* GPUs it hands out */
+    const char *public_url;   /* base URL for links (webhooks, Location), may be NULL */
+    bool webhook_allow_local; /* webhook URLs may name loopback/link-local/metadata addresses */
     int64_t started_at;
     void *ratelimit;          /* api/ratelimit.c state */
     void *rendezvous;         /* api/rendezvous.c state: requests waiting for keys and barriers */
@@ -171,6 +198,17 @@ struct request {
 
 /* Routes, authenticates and runs the handler. Always fills res (problem+json on error). */
 void api_handle(struct request *req, struct response *res);
+/* api_handle() in two steps, for an HTTP layer that reads the body only after the first:
+ * api_admit() needs only the method, path, headers and query (it routes, authenticates and
+ * takes the rate limit); false with res holding the refusal. api_run() runs the admitted
+ * request's handler once its body is there. */
+bool api_admit(struct request *req, struct response *res);
+/* Gives the request its id (for X-Request-Id and the logs) if it has none yet. */
+void api_request_begin(struct request *req);
+void api_run(struct request *req, struct response *res);
+/* True when an admitted request's sender is known only after its body is read: a hook
+ * delivery, which signs its body. The HTTP layer bounds what such bodies hold at once. */
+bool api_anonymous_body(const struct request *req);
 
 /* Helpers for handlers. */
 const char *request_header(struct request *req, const char *name);
@@ -182,7 +220,6 @@ void response_json(struct response *res, int status, const json_t *body);
 void response_json_new(struct response *res, int status, json_t *body);
 /* A JSON response whose body the caller writes into the returned (empty) buffer. */
 struct buf *response_json_body(struct response *res, int status);
-void response_text(struct response *res, int status, const char *content_type, const char *text);
 /* Adds a header (copied). */
 void response_header(struct response *res, const char *name, const char *value);
 void response_release(struct response *res);
@@ -192,6 +229,13 @@ void problem_respond(struct request *req, struct response *res, const struct err
 /* problem_respond() with extra members merged into the problem object (steals extra). */
 void problem_respond_extra(struct request *req, struct response *res, const struct err *err,
                            json_t *extra);
+/* A request past one of the daemon's limits: problem+json whose "limit" member names the setting
+ * (e.g. "max-body", as the flag is spelt) and "max" its value, besides err's message. */
+void problem_respond_limit(struct request *req, struct response *res, const struct err *err,
+                           const char *limit, long long max);
+/* Shorthand: problem_respond_limit with a fresh error. */
+void problem_limit(struct request *req, struct response *res, enum err_code code, const char *limit,
+                   long long max, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 /* Shorthand: problem_respond with a fresh error. */
 void problem(struct request *req, struct response *res, enum err_code code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

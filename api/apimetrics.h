@@ -15,6 +15,8 @@ struct route;
 /* One answered request: its route (NULL: no route matched), status and duration. Streamed
  * responses (log follows) are not observed: their duration is the client's choice. */
 void apimetrics_observe(const struct route *route, int status, int64_t ns);
+/* A request refused because its sender could not be authenticated, answered with status. */
+void apimetrics_unauthenticated(const struct route *route, int status);
 /* A job was accepted (not a replay of an idempotent submission). */
 void apimetrics_submission(void);
 /* Appends the Prometheus text. */

@@ -229,6 +229,7 @@ int auth_token_ensure(struct store *st, const char *name, const char *secret, st
                             .hash = hash,
                             .scope = "admin",
                             .created_by = "bootstrap",
-                            .now = clock_now_ns() };
+                            .now = clock_now_ns(),
+                            .replaces_bootstrap = true };
     return store_token_insert(st, &tn, err);
 }

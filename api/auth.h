@@ -23,7 +23,9 @@ int auth_token_create(struct store *st, const char *name, enum scope scope, int6
                       char id_out[32], struct err *err);
 
 /* Ensures a token with exactly this secret exists with admin scope (for TRAINYARD_ADMIN_TOKEN /
- * --admin-token-file); created under name if missing. */
+ * --admin-token-file); created under name if missing, revoking the token an earlier start made
+ * under that name from another secret (the file was rotated). A secret that was revoked stays
+ * revoked: ERR_CONFLICT. */
 int auth_token_ensure(struct store *st, const char *name, const char *secret, struct err *err);
 
 #endif

@@ -1,7 +1,10 @@
 /*
- * dispatch: api_handle(), the path every request takes: request id, route match (404/405),
- * authentication and scope (401/403), rate limit (429), then the handler.
+ * dispatch: the path every request takes: request id, route match (404/405), authentication and
+ * scope (401/403), rate limit (429), then the handler. The first part (api_admit) needs nothing
+ * but the request's headers and target, so the HTTP layer runs it before it reads a body byte:
+ * a request without a valid token is answered before its body costs memory.
  */
+#include "api/apimetrics.h"
 #include "api/auth.h"
 #include "api/ratelimit.h"
 #include "api/routes.h"
@@ -43,10 +46,15 @@ static void new_request_id(char *out, size_t nchars)
     out[nchars] = '\0';
 }
 
-void api_handle(struct request *req, struct response *res)
+void api_request_begin(struct request *req)
 {
     if (!req->request_id[0])
         new_request_id(req->request_id, sizeof(req->request_id) - 1);
+}
+
+bool api_admit(struct request *req, struct response *res)
+{
+    api_request_begin(req);
     static __thread char param_buf[512];
     unsigned allowed = 0;
     const struct route *route =
@@ -56,22 +64,42 @@ void api_handle(struct request *req, struct response *res)
             method_not_allowed(req, res, allowed);
         else
             problem(req, res, ERR_NOT_FOUND, "no such path: %s", req->path);
-        return;
+        return false;
     }
     req->route = route;
     struct err err;
     err_init(&err);
     if (auth_check(req, route, &err) < 0) {
         problem_respond(req, res, &err);
-        if (err.code == ERR_UNAUTHORIZED)
+        if (err.code == ERR_UNAUTHORIZED) {
             response_header(res, "WWW-Authenticate", "Bearer realm=\"trainyard\"");
+            apimetrics_unauthenticated(route, 401);
+        }
         err_release(&err);
-        return;
+        return false;
     }
     if (ratelimit_take(req, &err) < 0) {
         problem_respond(req, res, &err);
         err_release(&err);
-        return;
+        return false;
     }
+    return true;
+}
+
+void api_run(struct request *req, struct response *res)
+{
+    const struct route *route = req->route;
     route->handler(req, res);
+}
+
+bool api_anonymous_body(const struct request *req)
+{
+    const struct route *route = req->route;
+    return route && (route->scope == SCOPE_HOOK || route->scope == SCOPE_PUBLIC);
+}
+
+void api_handle(struct request *req, struct response *res)
+{
+    if (api_admit(req, res))
+        api_run(req, res);
 }

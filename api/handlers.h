@@ -23,6 +23,7 @@ void jobs_get(struct request *req, struct response *res);
 void jobs_delete(struct request *req, struct response *res);
 void jobs_cancel(struct request *req, struct response *res);
 void jobs_resume(struct request *req, struct response *res);
+void jobs_suspend(struct request *req, struct response *res);
 void jobs_events(struct request *req, struct response *res);
 
 /* api/logs.c, api/logsearch.c */
@@ -50,11 +51,22 @@ void nodes_get_mark(struct request *req, struct response *res);
 void nodes_mark(struct request *req, struct response *res);
 void nodes_unmark(struct request *req, struct response *res);
 
+/* api/queues.c */
+void queues_list(struct request *req, struct response *res);
+void queues_put(struct request *req, struct response *res);
+void queues_delete(struct request *req, struct response *res);
+
 /* api/tokens.c */
 void tokens_create(struct request *req, struct response *res);
 void tokens_list(struct request *req, struct response *res);
 void tokens_revoke(struct request *req, struct response *res);
 void audit_list(struct request *req, struct response *res);
+
+/* api/policies.c */
+void policies_list(struct request *req, struct response *res);
+void policies_get(struct request *req, struct response *res);
+void policies_put(struct request *req, struct response *res);
+void policies_delete(struct request *req, struct response *res);
 
 /* api/templates.c */
 void templates_create(struct request *req, struct response *res);
@@ -83,5 +95,11 @@ void webhooks_update(struct request *req, struct response *res);
 void webhooks_delete(struct request *req, struct response *res);
 void webhooks_test(struct request *req, struct response *res);
 void webhooks_deliveries(struct request *req, struct response *res);
+
+/* api/usage.c */
+void usage_get(struct request *req, struct response *res);
+void usage_jobs_get(struct request *req, struct response *res);
+void usage_prices_get(struct request *req, struct response *res);
+void usage_prices_update(struct request *req, struct response *res);
 
 #endif

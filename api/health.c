@@ -3,7 +3,7 @@
  * where the daemon's health registry saves the diagnosis of each attempt, its progress, stall
  * verdict and per-rank health (store/findings.h), and the metric series (store/metrics.h).
  * Workers report in with heartbeats and preflight reports: recorded here, then handed to the
- * daemon (api->hooks.rank_report), which acts on them in its own loops.
+ * daemon (api->daemon.rank_report), which acts on them in its own loops.
  */
 #include <math.h>
 

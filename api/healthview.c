@@ -151,9 +151,13 @@ static void job_reasons(const struct job *j, const json_t *diag, struct view *v)
         reason(v, DEGRADED, "the job was preempted: %s", j->message ? j->message : "");
     if (!jobstate_terminal(j->state) && json_is_true(json_object_get(diag, "stalled"))) {
         json_t *s = json_object_get(diag, "stall");
-        reason(v, FAILING, "stalled: no progress for %.0f s (limit %.0f s)",
-               json_number_value(json_object_get(s, "idle_seconds")),
-               json_number_value(json_object_get(s, "limit_seconds")));
+        const char *summary = jsonx_str(s, "summary");
+        if (summary)
+            reason(v, FAILING, "stalled: %s", summary);
+        else
+            reason(v, FAILING, "stalled: no progress for %.0f s (limit %.0f s)",
+                   json_number_value(json_object_get(s, "idle_seconds")),
+                   json_number_value(json_object_get(s, "limit_seconds")));
     }
 }
 

@@ -8,13 +8,17 @@
  * background.
  *
  * An unknown trigger answers exactly as a known one whose credentials do not match, so trigger
- * ids cannot be probed. Rejections say only "could not be authenticated"; the reason is in the
- * delivery log, for admins.
+ * ids cannot be probed. Rejections say only "could not be authenticated". A delivery whose
+ * sender is not authenticated (bad or missing signature or secret, over the size cap, a
+ * certificate that cannot be fetched) stores nothing and logs nothing above debug: anyone can
+ * send one, so each is only counted (trainyard_http_unauthenticated_total in /metrics). What an
+ * authenticated sender sent is recorded in the delivery log, rejections with their reason.
  *
  * Threads: the handler and the answer (res->finish) run on HTTP threads (an SNS certificate not
  * yet cached is fetched there, bounded by its timeout); the store writer thread only wakes the
  * trigger loop and completes the request.
  */
+#include "api/apimetrics.h"
 #include "api/handlers.h"
 #include "api/triggercfg.h"
 #include "core/clock.h"
@@ -88,8 +92,21 @@ static void unknown_trigger(struct request *req, struct response *res)
     enum hook_sender sender = hook_sender_guess(&hr);
     bool big = req->body_len > max;
     int status = trigger_status(sender, TRIGGER_REJECTED, big ? ERR_TOO_LARGE : ERR_UNAUTHORIZED);
-    log_info("hook %s: no trigger %.60s", req->request_id, req->params[0]);
+    log_debug("hook %s: no trigger %.60s", req->request_id, req->params[0]);
     reject(req, res, status, big ? "the body is over the limit" : AUTH_DETAIL, false);
+    apimetrics_unauthenticated(req->route, status);
+}
+
+/* A delivery whose sender is not authenticated: answered and counted, nothing stored. */
+static void unauthenticated(struct request *req, struct response *res, const struct delivery *dv,
+                            const struct trigger_def *t)
+{
+    const struct trigger_result *r = &dv->r;
+    bool auth = r->err.code == ERR_UNAUTHORIZED || r->err.code == ERR_FORBIDDEN;
+    log_debug("hook %s: trigger %s: sender not authenticated: %s", req->request_id, t->id,
+              r->err.msg);
+    reject(req, res, r->status, auth ? AUTH_DETAIL : r->err.msg, r->challenge);
+    apimetrics_unauthenticated(req->route, r->status);
 }
 
 /* Authentication passed: everything but a rejection before or during it. */
@@ -184,8 +201,8 @@ static void recorded(void *ctx, int rc, struct err *err)
     if (rc < 0)
         log_error("hook %s: cannot record the delivery: %s", dv->req->request_id, err->msg);
     bool work = dv->out.nnew > 0 || (dv->d.sns_subscribe_url && !dv->out.duplicate);
-    if (rc == 0 && work && api->hooks.triggers_pending)
-        api->hooks.triggers_pending(api->hooks.ctx);
+    if (rc == 0 && work && api->daemon.triggers_pending)
+        api->daemon.triggers_pending(api->daemon.ctx);
     request_complete(dv->req);
 }
 
@@ -238,6 +255,11 @@ void hooks_s3(struct request *req, struct response *res)
     trigger_receive(&cfg.t, &hr, req->api->sns, clock_now_ns(), &dv->r);
     describe(dv, t, cfg.t.auth.mode);
     triggercfg_release(&cfg);
+    if (!dv->d.verified) {
+        unauthenticated(req, res, dv, t);
+        delivery_free(dv);
+        goto out;
+    }
     res->deferred = start_record;
     res->finish = finish;
     res->deferred_ctx = dv;

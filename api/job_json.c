@@ -92,6 +92,51 @@ static void put_links(struct buf *out, const char *id)
     buf_putc(out, '}');
 }
 
+static bool suspended(const struct job *j)
+{
+    return j->desired && strcmp(j->desired, "hold") == 0;
+}
+
+/* The row's reason and message, or what the job's state says better: a running job that
+ * stalled says so (its row still says "every rank is running"); a queued job resumed after
+ * trainyard held it is no longer "Suspended" (resuming changes no state, so the row keeps it;
+ * a job Kueue suspends has its own message and stays "Suspended"); a queued job waits for what
+ * the scheduler said last. */
+static void put_reason(struct buf *out, const struct job *j, const struct job_view *v)
+{
+    const char *reason = j->reason ? j->reason : "", *message = j->message ? j->message : "";
+    if (j->state == JOB_RUNNING && v->stalled && v->stall_summary) {
+        reason = "Stalled";
+        message = v->stall_summary;
+    } else if (v->wait) { /* why it waits, from the scheduler's last pass */
+        reason = v->wait->reason;
+        message = v->wait->message;
+    } else if (j->state == JOB_QUEUED && !suspended(j) && strcmp(reason, "Suspended") == 0 &&
+               strncmp(message, "held until", 10) == 0) { /* trainyard's hold, not Kueue's */
+        reason = "Resumed";
+        message = "resumed; waiting for free slots";
+    }
+    put_str(out, "reason", reason);
+    put_str(out, "message", message);
+}
+
+/* A job that ended expects nothing more: no ETA; and one that succeeded has finished even when
+ * its framework printed no closing summary. */
+static void put_progress(struct buf *out, const struct job *j, const json_t *p)
+{
+    if (!json_is_object(p) || !jobstate_terminal(j->state)) {
+        put_doc(out, "progress", p, "null");
+        return;
+    }
+    json_t *c = json_copy((json_t *)p);
+    bool ok = j->state == JOB_SUCCEEDED;
+    json_object_set_new(c, "eta_seconds", ok ? json_integer(0) : json_null());
+    if (ok)
+        json_object_set_new(c, "finished", json_true());
+    put_doc(out, "progress", c, "null");
+    json_decref(c);
+}
+
 void job_json_write(struct buf *out, const struct job *j, const struct job_view *v)
 {
     buf_puts(out, "{\"id\":");
@@ -99,15 +144,17 @@ void job_json_write(struct buf *out, const struct job *j, const struct job_view 
     put_str(out, "name", j->name);
     put_str(out, "executor", j->executor);
     put_str(out, "state", jobstate_name(j->state));
-    put_str(out, "reason", j->reason ? j->reason : "");
-    put_str(out, "message", j->message ? j->message : "");
+    put_reason(out, j, v);
     put_str(out, "owner", j->owner ? j->owner : "");
     put_int(out, "priority", j->priority, INT64_MIN);
     put_str(out, "queue", nonempty(j->queue));
     put_int(out, "nranks", j->nranks, INT64_MIN);
     put_int(out, "restarts", j->attempt, INT64_MIN);
     key(out, "suspended");
-    buf_puts(out, j->desired && strcmp(j->desired, "hold") == 0 ? "true" : "false");
+    buf_puts(out, suspended(j) ? "true" : "false");
+    key(out, "backfill");
+    buf_puts(out, j->desired && strcmp(j->desired, "backfill") == 0 ? "true" : "false");
+    put_int(out, "queue_position", v->wait ? v->wait->position : 0, 1);
     put_time(out, "created_at", j->created_at);
     put_time(out, "started_at", j->started_at);
     put_time(out, "finished_at", j->finished_at);
@@ -127,12 +174,25 @@ void job_json_write(struct buf *out, const struct job *j, const struct job_view 
         buf_putc(out, ']');
     }
     put_links(out, j->id);
-    put_doc(out, "progress", v->progress, "null");
+    put_progress(out, j, v->progress);
     key(out, "stalled");
     buf_puts(out, v->stalled ? "true" : "false");
-    key(out, "spec");
-    buf_puts(out, j->spec);
+    if (v->usage) { /* usage: written by api/usage_job.c, copied as it is */
+        key(out, "usage");
+        buf_puts(out, v->usage);
+    }
+    key(out, v->spec_size ? "spec_size" : "spec");
+    buf_puts(out, j->spec && j->spec[0] ? j->spec : "null");
     buf_putc(out, '}');
+}
+
+bool job_wait_get(struct api *api, const struct job *j, struct job_wait_view *w)
+{
+    if (j->state != JOB_QUEUED || !api->daemon.queue_status ||
+        (j->desired && strcmp(j->desired, "hold") == 0))
+        return false;
+    return api->daemon.queue_status(api->daemon.ctx, j->pk, w->reason, sizeof(w->reason),
+                                    w->message, sizeof(w->message), &w->position);
 }
 
 struct job *job_from_path(struct request *req, struct response *res)

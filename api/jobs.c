@@ -1,18 +1,20 @@
 /*
  * jobs: the job routes, and jobs_submission_*() (api/jobs.h), the one path that creates jobs.
  * Handlers validate and record; they never start, stop or wait for processes or pods:
- * api->hooks.job_changed() wakes the daemon's reconcile loop, which does. Job creation is
+ * api->daemon.job_changed() wakes the daemon's reconcile loop, which does. Job creation is
  * group-committed: the handler defers, the store writer commits a batch of submissions at once
  * and completes each request after COMMIT; the body is built on an HTTP thread (res->finish).
  */
 #include "api/jobs.h"
+#include "api/policy.h"
 
 #include "api/handlers.h"
 #include "api/apimetrics.h"
 #include "api/job_json.h"
 #include "api/manifest.h"
 #include "api/manifest_submit.h"
-#include "api/selector.h"
+#include "job/secretenv.h"
+#include "api/usage.h"
 #include "job/spec.h"
 #include "core/clock.h"
 #include "core/crypto.h"
@@ -31,7 +33,7 @@ struct submission {
     char *spec_text;    /* canonical */
     char id[SORTID_LEN + 1];
     char hash[SHA256_HEX_LEN];
-    char *idem_key, *idem_hash, *owner, *request_id;
+    char *idem_key, *idem_hash, *owner, *owner_id, *request_id;
     struct label *labels;
     struct job_new jn;
     struct job_inserted out;
@@ -48,6 +50,7 @@ void jobs_submission_free(struct submission *s)
     free(s->idem_key);
     free(s->idem_hash);
     free(s->owner);
+    free(s->owner_id);
     free(s->request_id);
     free(s->labels);
     free(s);
@@ -55,8 +58,8 @@ void jobs_submission_free(struct submission *s)
 
 static void notify_changed(struct api *api, int64_t pk)
 {
-    if (api->hooks.job_changed)
-        api->hooks.job_changed(api->hooks.ctx, pk);
+    if (api->daemon.job_changed)
+        api->daemon.job_changed(api->daemon.ctx, pk);
 }
 
 /* The response for a new job, built from what was just committed (no read back). */
@@ -74,6 +77,7 @@ void jobs_submission_write(struct buf *out, const struct submission *s)
                      .nranks = s->jn.nranks,
                      .spec = s->spec_text,
                      .owner = (char *)s->jn.owner,
+                     .owner_id = (char *)s->jn.owner_id,
                      .desired = s->jn.hold ? "hold" : "run",
                      .created_at = s->jn.now,
                      .updated_at = s->jn.now };
@@ -88,21 +92,50 @@ void jobs_submission_write(struct buf *out, const struct submission *s)
     free(ranks);
 }
 
-/* Writes a stored job as the API shows it, with its progress and stalled flag from the
- * diagnosis; its spec is the stored text, not parsed. */
-static int write_job(struct buf *out, struct api *api, const struct job *j,
-                     const struct rank *ranks, size_t n, struct err *err)
+/* Whether req sees the job's secret values (job/secretenv.h): its owner and admins do, other
+ * readers do not. */
+static bool hides_secrets(const struct request *req, const struct job *j)
 {
+    bool owner = j->owner_id[0] && strcmp(j->owner_id, req->who.token_id) == 0;
+    return req->who.scope != SCOPE_ADMIN && !owner;
+}
+
+int jobs_write_stored(struct buf *out, struct request *req, const struct job *j,
+                      const struct rank *ranks, size_t n, bool spec_size, struct err *err)
+{
+    struct api *api = req->api;
     json_t *labels = store_job_labels(api->store, j->pk, err);
     if (!labels)
         return -1;
-    struct job_view v = { .labels = labels, .ranks = ranks, .nranks = n };
-    json_t *progress = NULL;
+    /* The spec as stored, unless secrets are hidden from the reader and it has some. */
+    struct buf clean = BUF_INIT;
+    struct job shown;
+    if (!spec_size && hides_secrets(req, j) && secretenv_redact(j->spec, &clean)) {
+        shown = *j;
+        shown.spec = clean.data;
+        j = &shown;
+    }
+    struct job_view v = { .labels = labels, .ranks = ranks, .nranks = n, .spec_size = spec_size };
+    struct job_wait_view wait;
+    if (job_wait_get(api, j, &wait))
+        v.wait = &wait;
+    json_t *progress = NULL, *diag = NULL;
     store_diag_progress(api->store, j->pk, &progress, &v.stalled, NULL);
     v.progress = progress;
+    if (v.stalled && j->state == JOB_RUNNING) { /* rare: the stall's own words */
+        diag = store_diag_get(api->store, j->pk, -1, NULL);
+        v.stall_summary = jsonx_str(json_object_get(diag, "stall"), "summary");
+    }
+    /* usage: one job's, with its ranks (not on list items) */
+    struct buf usage = BUF_INIT;
+    if (ranks && usage_job_write(api, &usage, j->id, j->executor, clock_now_ns(), false, NULL) == 0)
+        v.usage = buf_cstr(&usage);
     job_json_write(out, j, &v);
+    buf_release(&usage);
+    json_decref(diag);
     json_decref(progress);
     json_decref(labels);
+    buf_release(&clean);
     return 0;
 }
 
@@ -116,7 +149,7 @@ static void respond_job(struct request *req, struct response *res, int status, c
     struct rank *ranks = NULL;
     size_t n = 0;
     if (j && store_ranks_get(st, j->pk, &ranks, &n, &err) == 0 &&
-        write_job(response_json_body(res, status), req->api, j, ranks, n, &err) == 0)
+        jobs_write_stored(response_json_body(res, status), req, j, ranks, n, false, &err) == 0)
         buf_putc(&res->body, '\n');
     else
         problem_respond(req, res, &err); /* replaces whatever was written */
@@ -156,7 +189,8 @@ static struct spec_options spec_options(struct api *api)
                                   .default_executor = api->default_executor,
                                   .local_enabled = api->local_enabled,
                                   .kubernetes_enabled = api->kubernetes_enabled,
-                                  .local_slots = api->local_slots };
+                                  .local_slots = api->local_slots,
+                                  .local_gpus = api->local_gpus };
 }
 
 static char *dup_or_null(const char *s)
@@ -170,7 +204,19 @@ struct submission *jobs_submission_new(struct api *api, const json_t *doc,
     struct spec_options opts = spec_options(api);
     struct buf text = BUF_INIT;
     struct spec_view v;
-    if (spec_check(doc, &opts, &text, &v, err) < 0) {
+    struct policy_request who = { .scope = o->scope,
+                                  .token_id = o->token_id,
+                                  .manifest_at = o->manifest_at };
+    if (spec_check(doc, &opts, &text, &v, err) < 0 || policy_check(api, &who, &v, err) < 0) {
+        buf_release(&text);
+        return NULL;
+    }
+    size_t max = api->limits.max_spec_bytes;
+    if (max && text.len > max) { /* every later read of the job carries it */
+        err_set(err, ERR_TOO_LARGE, "the job's spec is %zu bytes once expanded, over %zu", text.len,
+                max);
+        if (err)
+            snprintf(err->reason, sizeof(err->reason), "max_spec");
         buf_release(&text);
         return NULL;
     }
@@ -185,6 +231,7 @@ struct submission *jobs_submission_new(struct api *api, const json_t *doc,
     s->idem_key = dup_or_null(o->idempotency_key);
     s->idem_hash = dup_or_null(o->idempotency_hash);
     s->owner = xstrdup(o->owner ? o->owner : "");
+    s->owner_id = xstrdup(o->owner_id ? o->owner_id : "");
     s->request_id = xstrdup(o->request_id ? o->request_id : "");
     size_t nlabels = v.labels ? json_object_size(v.labels) : 0;
     s->labels = xcalloc(nlabels ? nlabels : 1, sizeof(*s->labels));
@@ -201,9 +248,12 @@ struct submission *jobs_submission_new(struct api *api, const json_t *doc,
                               .executor = v.executor,
                               .spec = s->spec_text,
                               .nranks = v.nranks,
+                              .gpus_per_rank = (int)jsonx_int(v.resources, "gpus", 0),
+                              .deadline_seconds = v.deadline_seconds,
                               .priority = v.priority,
                               .queue = v.queue,
                               .owner = s->owner,
+                              .owner_id = s->owner_id,
                               .hold = v.suspend,
                               .labels = s->labels,
                               .nlabels = nlabels,
@@ -232,15 +282,26 @@ static const char *idempotency_key(struct request *req, struct response *res, bo
     return key;
 }
 
-static void dry_run(struct request *req, struct response *res, const json_t *doc)
+static void dry_run(struct request *req, struct response *res, const json_t *doc,
+                    const char *manifest_at)
 {
     struct err err;
     err_init(&err);
     struct spec_options opts = spec_options(req->api);
     json_t *spec = spec_validate(doc, &opts, &err);
+    struct spec_view v;
+    if (spec) /* a dry run answers what the submission would: the policy too */
+        spec_view(spec, &v);
+    struct policy_request who = { .scope = req->who.scope,
+                                  .token_id = req->who.token_id,
+                                  .manifest_at = manifest_at };
+    if (spec && policy_check(req->api, &who, &v, &err) < 0) {
+        json_decref(spec);
+        spec = NULL;
+    }
     json_t *out = spec ? json_pack("{s:O}", "spec", spec) : NULL;
-    if (spec && req->api->hooks.dry_run) {
-        json_t *obj = req->api->hooks.dry_run(req->api->hooks.ctx, spec, "dry-run", &err);
+    if (spec && req->api->daemon.dry_run) {
+        json_t *obj = req->api->daemon.dry_run(req->api->daemon.ctx, spec, "dry-run", &err);
         if (obj)
             json_object_set_new(out, "object", obj);
     }
@@ -305,7 +366,9 @@ static void start_insert(struct request *req, struct response *res)
     jobs_submission_start(rp->s, http_done, rp);
 }
 
-void jobs_submit_request(struct request *req, struct response *res, const json_t *doc)
+/* jobs_submit_request(), for a doc whose manifest (if any) the client sent at manifest_at. */
+static void submit(struct request *req, struct response *res, const json_t *doc,
+                   const char *manifest_at)
 {
     bool bad_key, is_dry = false;
     const char *key = idempotency_key(req, res, &bad_key);
@@ -317,17 +380,25 @@ void jobs_submit_request(struct request *req, struct response *res, const json_t
         return;
     }
     if (is_dry) {
-        dry_run(req, res, doc);
+        dry_run(req, res, doc, manifest_at);
         return;
     }
     struct jobs_submit_opts o = { .owner = req->who.name,
+                                  .owner_id = req->who.token_id,
+                                  .scope = req->who.scope,
+                                  .token_id = req->who.token_id,
+                                  .manifest_at = manifest_at,
                                   .idempotency_key = key,
                                   .request_id = req->request_id };
     struct err err;
     err_init(&err);
     struct submission *s = jobs_submission_new(req->api, doc, &o, &err);
     if (!s) {
-        problem_respond(req, res, &err);
+        if (strcmp(err.reason, "max_spec") == 0)
+            problem_respond_limit(req, res, &err, "max-spec",
+                                  (long long)req->api->limits.max_spec_bytes);
+        else
+            problem_respond(req, res, &err);
         err_release(&err);
         return;
     }
@@ -340,52 +411,31 @@ void jobs_submit_request(struct request *req, struct response *res, const json_t
     res->deferred_ctx = rp;
 }
 
+void jobs_submit_request(struct request *req, struct response *res, const json_t *doc)
+{
+    submit(req, res, doc, NULL);
+}
+
 void jobs_create(struct request *req, struct response *res)
 {
     json_t *doc = request_body_doc(req, res);
     if (!doc)
         return;
+    const char *manifest_at = NULL;
     if (manifest_detect(doc)) {
         json_t *wrapped = manifest_submit_doc(req, res, doc);
         json_decref(doc);
         if (!wrapped)
             return;
         doc = wrapped;
+        manifest_at = ""; /* refusals point into the manifest the client sent */
     }
-    jobs_submit_request(req, res, doc);
+    submit(req, res, doc, manifest_at);
     json_decref(doc);
 }
 
-/* Parses ?state=a,b into states; -1 with a 400 response when a name is unknown. */
-static int parse_states(struct request *req, struct response *res, enum job_state *states,
-                        size_t *n)
-{
-    const char *text = request_query(req, "state");
-    *n = 0;
-    if (!text)
-        return 0;
-    char *copy = xstrdup(text), *p = copy;
-    int rc = 0;
-    while (p && rc == 0) {
-        char *comma = strchr(p, ',');
-        if (comma)
-            *comma = '\0';
-        if (*n >= JOB_STATE_COUNT || jobstate_parse(p, &states[*n]) < 0) {
-            problem(req, res, ERR_INVALID,
-                    "state '%s' is unknown; use queued, starting, running, restarting, "
-                    "cancelling, succeeded, failed, cancelled or preempted",
-                    p);
-            rc = -1;
-        }
-        (*n)++;
-        p = comma ? comma + 1 : NULL;
-    }
-    free(copy);
-    return rc;
-}
-
 /* ?limit= within [1, max]; def when absent. -1 with a 400 response when bad. */
-static int parse_limit(struct request *req, struct response *res, int def, int max, int *out)
+int jobs_query_limit(struct request *req, struct response *res, int def, int max, int *out)
 {
     const char *text = request_query(req, "limit");
     *out = def;
@@ -396,77 +446,17 @@ static int parse_limit(struct request *req, struct response *res, int def, int m
     return 0;
 }
 
-static int parse_cursor(struct request *req, struct response *res, int64_t *pk)
-{
-    const char *text = request_query(req, "cursor");
-    *pk = 0;
-    if (text && (text[0] != 'c' || parse_int64(text + 1, 1, INT64_MAX, pk) < 0)) {
-        problem(req, res, ERR_INVALID, "cursor is not one this API returned");
-        return -1;
-    }
-    return 0;
-}
-
-void jobs_list(struct request *req, struct response *res)
-{
-    enum job_state states[JOB_STATE_COUNT];
-    struct job_filter f = { .states = states };
-    if (parse_states(req, res, states, &f.nstates) < 0 ||
-        parse_limit(req, res, 50, req->api->limits.max_list_limit, &f.limit) < 0 ||
-        parse_cursor(req, res, &f.before_pk) < 0)
-        return;
-    f.name = request_query(req, "name");
-    f.executor = request_query(req, "executor");
-    struct err err;
-    err_init(&err);
-    struct label_req *labels = NULL;
-    const char *selector = request_query(req, "selector");
-    if (selector && selector_parse(selector, &labels, &f.nlabels, &err) < 0)
-        goto fail;
-    f.labels = labels;
-    struct job **jobs = NULL;
-    size_t n = 0;
-    int64_t next = 0;
-    /* One snapshot for the page and each item's labels and progress. */
-    if (store_snapshot_begin(req->api->store, &err) < 0)
-        goto fail;
-    if (store_job_list(req->api->store, &f, &jobs, &n, &next, &err) < 0) {
-        store_snapshot_end(req->api->store);
-        goto fail;
-    }
-    struct buf *out = response_json_body(res, 200);
-    buf_puts(out, "{\"items\":[");
-    for (size_t i = 0; i < n && !err_is_set(&err); i++) {
-        if (i)
-            buf_putc(out, ',');
-        write_job(out, req->api, jobs[i], NULL, 0, &err);
-    }
-    store_snapshot_end(req->api->store);
-    jobs_free(jobs, n);
-    if (err_is_set(&err))
-        goto fail;
-    buf_puts(out, "],\"next_cursor\":");
-    if (next)
-        buf_printf(out, "\"c%lld\"}\n", (long long)next);
-    else
-        buf_puts(out, "null}\n");
-    selector_free(labels, f.nlabels);
-    return;
-fail:
-    problem_respond(req, res, &err);
-    err_release(&err);
-    selector_free(labels, f.nlabels);
-}
-
 void jobs_get(struct request *req, struct response *res)
 {
     respond_job(req, res, 200, req->params[0]);
 }
 
-/* submit-scope tokens act only on their own jobs; admin on every job. */
+/* submit-scope tokens act only on their own jobs, by token id (a new token given a revoked
+ * one's name is someone else); admin on every job. */
 static bool may_change(struct request *req, struct response *res, const struct job *j)
 {
-    if (req->who.scope == SCOPE_ADMIN || strcmp(j->owner, req->who.name) == 0)
+    if (req->who.scope == SCOPE_ADMIN ||
+        (j->owner_id[0] && strcmp(j->owner_id, req->who.token_id) == 0))
         return true;
     problem(req, res, ERR_FORBIDDEN,
             "only the token that submitted a job (or an admin) may "
@@ -554,7 +544,11 @@ void jobs_resume(struct request *req, struct response *res)
     struct err err;
     err_init(&err);
     if (j->state != JOB_QUEUED || strcmp(j->desired, "hold") != 0) {
-        problem(req, res, ERR_CONFLICT, "only a suspended, queued job can be resumed");
+        problem(req, res, ERR_CONFLICT,
+                j->state == JOB_RESTARTING && strcmp(j->desired, "hold") == 0
+                    ? "the job is still being suspended (its ranks are stopping); resume it once "
+                      "it is queued"
+                    : "only a suspended, queued job can be resumed");
         goto out;
     }
     struct job_event e = {
@@ -578,6 +572,68 @@ out:
     job_free(j);
 }
 
+/* One attempt at suspending j given its state: a queued job is held where it is; a starting or
+ * running one goes to restarting with desired "hold", and the controller stops its ranks (SIGTERM
+ * and the grace period to checkpoint) and queues it held once they have ended. */
+static int suspend_once(struct request *req, const struct job *j, struct err *err)
+{
+    char msg[192];
+    snprintf(msg, sizeof(msg), "suspended by %s", req->who.name);
+    struct job_event e = { .type = "suspend", .reason = "Suspending", .message = msg, .rank = -1 };
+    struct job_update u = { .pk = j->pk,
+                            .only_if_state = true,
+                            .if_state = j->state,
+                            .desired = "hold",
+                            .events = &e,
+                            .nevents = 1 };
+    if (strcmp(j->desired, "hold") == 0)
+        return 0; /* suspended, or being suspended, already */
+    if (j->state == JOB_QUEUED) {
+        e.reason = "Suspended";
+    } else if (j->state == JOB_STARTING || j->state == JOB_RUNNING || j->state == JOB_RESTARTING) {
+        u.set_state = true; /* the state's own event says it */
+        u.state = JOB_RESTARTING;
+        u.reason = "Suspending";
+        u.message = msg;
+        u.nevents = 0;
+    } else {
+        return err_set(err, ERR_CONFLICT, "a %s job cannot be suspended", jobstate_name(j->state));
+    }
+    return store_job_update(req->api->store, &u, err);
+}
+
+void jobs_suspend(struct request *req, struct response *res)
+{
+    struct job *j = job_from_path(req, res);
+    if (!j || !may_change(req, res, j)) {
+        job_free(j);
+        return;
+    }
+    struct err err;
+    err_init(&err);
+    int rc = -1;
+    for (int attempt = 0; attempt < 5; attempt++) { /* a concurrent change: from the new state */
+        err_release(&err);
+        rc = suspend_once(req, j, &err);
+        if (rc == 0 || err.code != ERR_CONFLICT || jobstate_terminal(j->state))
+            break;
+        int64_t pk = j->pk;
+        job_free(j);
+        j = store_job_get_pk(req->api->store, pk, NULL);
+        if (!j)
+            break;
+    }
+    if (rc == 0) {
+        audit(req, "job.suspend", req->params[0]);
+        notify_changed(req->api, j->pk);
+        respond_job(req, res, 202, req->params[0]);
+    } else {
+        problem_respond(req, res, &err);
+    }
+    err_release(&err);
+    job_free(j);
+}
+
 void jobs_delete(struct request *req, struct response *res)
 {
     struct job *j = job_from_path(req, res);
@@ -591,8 +647,8 @@ void jobs_delete(struct request *req, struct response *res)
         problem_respond(req, res, &err);
     } else {
         audit(req, "job.delete", j->id);
-        if (req->api->hooks.job_deleted)
-            req->api->hooks.job_deleted(req->api->hooks.ctx, j->id);
+        if (req->api->daemon.job_deleted)
+            req->api->daemon.job_deleted(req->api->daemon.ctx, j->id);
         res->status = 204;
     }
     err_release(&err);
@@ -607,7 +663,7 @@ void jobs_events(struct request *req, struct response *res)
     int limit;
     int64_t after = 0;
     const char *after_text = request_query(req, "after");
-    if (parse_limit(req, res, 1000, 10000, &limit) < 0)
+    if (jobs_query_limit(req, res, 1000, 10000, &limit) < 0)
         goto out;
     if (after_text && parse_int64(after_text, 0, INT64_MAX, &after) < 0) {
         problem(req, res, ERR_INVALID, "after must be a non-negative event sequence number");

@@ -12,9 +12,17 @@
 #include <stdint.h>
 
 #include "api/api.h"
+#include "store/jobs.h"
 
 struct jobs_submit_opts {
     const char *owner;            /* who submits: a token's name, "trigger/<name>" */
+    const char *owner_id;         /* the token's id, which owns the job; NULL: none */
+    enum scope scope;             /* what the submitter may run (api/policy.h) */
+    const char *token_id;         /* the submitter's token, whose cluster policy applies; NULL:
+                                     none (triggers run as admin) */
+    const char *manifest_at;      /* where kubernetes.manifest was in what the client sent, for
+                                     the pointers of a refusal: "" when the manifest was the
+                                     body; NULL: "/kubernetes/manifest" */
     const char *idempotency_key;  /* NULL: none */
     const char *idempotency_hash; /* what a reuse of the key must match; NULL: the SHA-256 of
                                      the canonical spec */
@@ -51,5 +59,15 @@ void jobs_submission_free(struct submission *s); /* NULL is a no-op */
  * (borrowed); Idempotency-Key and ?dry_run come from req. Answers 201 with the job and
  * Location, 200 for a replay or a dry run, or a problem. */
 void jobs_submit_request(struct request *req, struct response *res, const json_t *doc);
+
+/* A stored job as the API shows it to req's token (GET /v1/jobs/{id}, list items), with its
+ * labels, progress and stall from the store (one snapshot is the caller's), its secret values
+ * hidden unless the token is the owner's or an admin's; ranks NULL: none shown; spec_size: the
+ * job's spec member holds only its size (struct job_filter's spec_size_only). 0, or -1 with
+ * err. */
+int jobs_write_stored(struct buf *out, struct request *req, const struct job *j,
+                      const struct rank *ranks, size_t n, bool spec_size, struct err *err);
+/* ?limit= within [1, max]; def when absent. -1 with a 400 response when bad. */
+int jobs_query_limit(struct request *req, struct response *res, int def, int max, int *out);
 
 #endif

@@ -65,9 +65,10 @@ json_t *logfmt_json(const struct log_line *l, bool strip_ansi)
     char ts[CLOCK_RFC3339_MAX];
     struct buf text = BUF_INIT;
     display_text(&text, l, strip_ansi);
-    json_t *o = json_pack("{s:I,s:i,s:s,s:s,s:s%}", "seq", (json_int_t)l->seq, "rank", l->rank,
-                          "stream", l->flags & LOGF_STDERR ? "stderr" : "stdout", "time",
-                          clock_format(l->time, ts), "line", buf_cstr(&text), text.len);
+    json_t *o =
+        json_pack("{s:I,s:i,s:i,s:s,s:s,s:s%}", "seq", (json_int_t)l->seq, "rank", l->rank,
+                  "attempt", l->attempt, "stream", l->flags & LOGF_STDERR ? "stderr" : "stdout",
+                  "time", clock_format(l->time, ts), "line", buf_cstr(&text), text.len);
     if (l->pod)
         json_object_set_new(o, "pod", json_string(l->pod));
     else if (l->pid)
@@ -84,8 +85,10 @@ json_t *logfmt_json(const struct log_line *l, bool strip_ansi)
 static void json_line(struct buf *out, const struct log_line *l, bool strip_ansi)
 {
     char ts[CLOCK_RFC3339_MAX];
-    buf_printf(out, "{\"seq\":%lld,\"rank\":%d,\"stream\":\"%s\",\"time\":\"%s\",\"line\":\"",
-               (long long)l->seq, l->rank, l->flags & LOGF_STDERR ? "stderr" : "stdout",
+    buf_printf(out,
+               "{\"seq\":%lld,\"rank\":%d,\"attempt\":%d,\"stream\":\"%s\",\"time\":\"%s\","
+               "\"line\":\"",
+               (long long)l->seq, l->rank, l->attempt, l->flags & LOGF_STDERR ? "stderr" : "stdout",
                clock_format(l->time, ts));
     struct buf text = BUF_INIT;
     display_text(&text, l, strip_ansi);

@@ -1,6 +1,7 @@
 /* logquery: parsing the log routes' parameters. */
 #include "api/logquery.h"
 
+#include <ctype.h>
 #include <strings.h>
 
 #include "core/buf.h"
@@ -9,11 +10,12 @@
 #include "core/xalloc.h"
 
 static const char *const allowed[][16] = {
-    [LOGQ_READ] = { "rank", "stream", "since", "until", "q", "after", "before", "limit", "tail",
-                    "format", "follow", "strip_ansi", NULL },
-    [LOGQ_DOWNLOAD] = { "rank", "stream", "since", "until", "q", "format", "strip_ansi", NULL },
-    [LOGQ_SEARCH] = { "q", "context", "rank", "stream", "since", "until", "after", "limit",
-                      "strip_ansi", NULL },
+    [LOGQ_READ] = { "rank", "attempt", "stream", "since", "until", "q", "after", "before", "limit",
+                    "tail", "format", "follow", "strip_ansi", NULL },
+    [LOGQ_DOWNLOAD] = { "rank", "attempt", "stream", "since", "until", "q", "format", "strip_ansi",
+                        NULL },
+    [LOGQ_SEARCH] = { "q", "context", "rank", "attempt", "stream", "since", "until", "after",
+                      "limit", "strip_ansi", NULL },
 };
 
 struct unknown_check {
@@ -74,11 +76,40 @@ static int parse_ranks(struct request *req, struct response *res, const struct j
     return 0;
 }
 
+/* A time: RFC 3339, or a duration before now with its unit ("10m": ten minutes ago; a bare
+ * number is refused, as it could as well be a Unix time). */
 static int parse_time(struct request *req, struct response *res, const char *name, int64_t *out)
 {
     const char *text = request_query(req, name);
-    if (text && clock_parse(text, out) < 0)
-        return bad(req, res, name, "must be an RFC 3339 time such as 2026-11-22T03:00:00Z");
+    if (!text || clock_parse(text, out) == 0)
+        return 0;
+    size_t len = strlen(text);
+    int64_t ago;
+    if (len && isalpha((unsigned char)text[len - 1]) && parse_duration(text, &ago) == 0) {
+        *out = clock_now_ns() - ago;
+        return 0;
+    }
+    return bad(req, res, name,
+               "must be an RFC 3339 time such as 2026-11-22T03:00:00Z, or a duration before now "
+               "such as 10m, 90s or 2h");
+}
+
+/* attempt: one of the job's attempts so far (0 is the first run). */
+static int parse_attempt(struct request *req, struct response *res, const struct job *j,
+                         struct logquery *lq)
+{
+    const char *text = request_query(req, "attempt");
+    int64_t n;
+    if (!text)
+        return 0;
+    if (parse_int64(text, 0, j->attempt, &n) < 0) {
+        char what[128];
+        snprintf(what, sizeof(what), "must be an attempt of this job, from 0 (its first run) to %d",
+                 j->attempt);
+        return bad(req, res, "attempt", what);
+    }
+    lq->q.by_attempt = true;
+    lq->q.attempt = (int)n;
     return 0;
 }
 
@@ -184,8 +215,8 @@ int logquery_parse(struct request *req, struct response *res, const struct job *
     int64_t max = req->api->limits.max_log_limit, limit = kind == LOGQ_SEARCH ? 100 : 1000,
             tail = 0, context = 3;
     bool follow = false;
-    if (parse_ranks(req, res, j, lq) < 0 || parse_stream(req, res, lq) < 0 ||
-        parse_time(req, res, "since", &lq->q.since) < 0 ||
+    if (parse_ranks(req, res, j, lq) < 0 || parse_attempt(req, res, j, lq) < 0 ||
+        parse_stream(req, res, lq) < 0 || parse_time(req, res, "since", &lq->q.since) < 0 ||
         parse_time(req, res, "until", &lq->q.until) < 0 || parse_after(req, res, lq) < 0 ||
         parse_num(req, res, "before", 1, INT64_MAX, &lq->q.before) < 0 ||
         parse_num(req, res, "limit", 1, max, &limit) < 0 ||

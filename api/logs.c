@@ -13,7 +13,7 @@
 #include "api/logfmt.h"
 #include "api/logquery.h"
 #include "core/clock.h"
-#include "core/notify.h"
+#include "core/wakeups.h"
 #include "core/xalloc.h"
 #include "store/jobs.h"
 
@@ -100,14 +100,14 @@ struct logstream {
     bool follow;
     struct buf out;
     size_t out_off;
-    struct notify_waiter waiter;
+    struct wakeup waiter;
     int64_t last_write;
     bool ended;
     bool announced_drop;
     char client[64];
 };
 
-static void logstream_notified(void *ctx)
+static void logstream_woken(void *ctx)
 {
     struct logstream *s = ctx;
     stream_wake(&s->base);
@@ -156,6 +156,18 @@ static void announce_drop(struct logstream *s, const struct log_stats *st)
     s->announced_drop = true;
 }
 
+/* Following one attempt: it is over once the job moved on to a later one (the controller
+ * starts the next attempt only after the last one's ranks ended and their lines were stored). */
+static bool attempt_over(struct logstream *s)
+{
+    if (!s->lq.q.by_attempt)
+        return false;
+    struct job *j = store_job_get_pk(s->api->store, s->pk, NULL);
+    bool over = !j || j->attempt > s->lq.q.attempt;
+    job_free(j);
+    return over;
+}
+
 /* Refills s->out; returns -1 on error, 0 when nothing is available yet. */
 static int produce(struct logstream *s)
 {
@@ -170,8 +182,9 @@ static int produce(struct logstream *s)
         return -1;
     if (n > 0 || s->out.len > s->out_off)
         return 0;
-    /* Nothing new: the end when the log is complete (or we are not following). */
-    if (st.complete || !s->follow) {
+    /* Nothing new: the end when the log is complete, or the attempt followed is over (or we
+     * are not following). */
+    if (st.complete || !s->follow || attempt_over(s)) {
         if (refill(s) == 0) /* lines committed just before completion */
             finish_stream(s);
         return 0;
@@ -250,7 +263,7 @@ static void logstream_free(struct stream *base)
 {
     struct logstream *s = (struct logstream *)base;
     if (s->follow) {
-        notify_remove(s->api->notify, &s->waiter);
+        wakeups_remove(s->api->wakeups, &s->waiter);
         follower_release(s->client);
     }
     logquery_release(&s->lq);
@@ -277,9 +290,9 @@ static void start_stream(struct request *req, struct response *res, struct logqu
     s->follow = follow;
     s->last_write = clock_mono_ns();
     snprintf(s->client, sizeof(s->client), "%s", client);
-    s->waiter = (struct notify_waiter){ .key = j->pk, .fn = logstream_notified, .ctx = s };
+    s->waiter = (struct wakeup){ .key = j->pk, .fn = logstream_woken, .ctx = s };
     if (follow)
-        notify_add(req->api->notify, &s->waiter);
+        wakeups_add(req->api->wakeups, &s->waiter);
     res->status = 200;
     res->stream = &s->base;
     res->content_type = s->lq.fmt.format == LOGFMT_SSE    ? "text/event-stream"

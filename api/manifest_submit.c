@@ -6,6 +6,7 @@
 #include "api/manifest_submit.h"
 
 #include "api/manifest.h"
+#include "api/policy.h"
 #include "job/spec.h"
 #include "core/parse.h"
 
@@ -19,15 +20,24 @@ static bool manifest_accepted(struct request *req, struct response *res, const j
                                  .default_executor = api->default_executor,
                                  .local_enabled = api->local_enabled,
                                  .kubernetes_enabled = api->kubernetes_enabled,
-                                 .local_slots = api->local_slots };
-    json_t *spec = req->api->hooks.dry_run ? spec_validate(doc, &opts, NULL) : NULL;
+                                 .local_slots = api->local_slots,
+                                 .local_gpus = api->local_gpus };
+    json_t *spec = req->api->daemon.dry_run ? spec_validate(doc, &opts, NULL) : NULL;
     if (!spec)
         return true; /* no hook, or the submission reports the spec's problems */
     struct err err;
     err_init(&err);
-    json_t *obj = req->api->hooks.dry_run(req->api->hooks.ctx, spec, "dry-run", &err);
-    bool ok =
-        obj || err.code == ERR_UPSTREAM || err.code == ERR_TIMEOUT || err.code == ERR_UNAVAILABLE;
+    /* Nothing the token may not run goes to the API server, not even as a dry run. */
+    struct spec_view v;
+    spec_view(spec, &v);
+    struct policy_request who = { .scope = req->who.scope,
+                                  .token_id = req->who.token_id,
+                                  .manifest_at = "" };
+    bool allowed = policy_check(api, &who, &v, &err) == 0;
+    json_t *obj =
+        allowed ? req->api->daemon.dry_run(req->api->daemon.ctx, spec, "dry-run", &err) : NULL;
+    bool ok = obj || (allowed && (err.code == ERR_UPSTREAM || err.code == ERR_TIMEOUT ||
+                                  err.code == ERR_UNAVAILABLE));
     if (!ok)
         problem_respond(req, res, &err);
     json_decref(obj);

@@ -1,7 +1,7 @@
 /*
  * nodes: the cluster's nodes and trainyard's marks on them (OpenAPI tag "nodes"). The
  * Kubernetes executor keeps the nodes from a watch: GET /v1/nodes hands out its latest
- * snapshot (api->hooks.nodes), never waiting on the API server, with each node's mark from the
+ * snapshot (api->daemon.nodes), never waiting on the API server, with each node's mark from the
  * store added, and the marked nodes it does not list (so that marks are listed everywhere).
  * Marks (store/nodes.h): the daemon marks a node `suspect` after a failed preflight or a
  * hardware finding (Xid, ECC); an admin can mark a node `suspect` or `bad` and remove marks.
@@ -84,8 +84,8 @@ void nodes_list(struct request *req, struct response *res)
 {
     struct err err;
     err_init(&err);
-    json_t *doc = req->api->hooks.nodes ? req->api->hooks.nodes(req->api->hooks.ctx, &err)
-                                        : json_pack("{s:[]}", "items");
+    json_t *doc = req->api->daemon.nodes ? req->api->daemon.nodes(req->api->daemon.ctx, &err)
+                                         : json_pack("{s:[]}", "items");
     if (doc && add_marks(req->api->store, json_object_get(doc, "items"), &err) == 0)
         response_json_new(res, 200, json_incref(doc));
     else

@@ -94,15 +94,6 @@ void response_json_new(struct response *res, int status, json_t *body)
     json_decref(body);
 }
 
-void response_text(struct response *res, int status, const char *content_type, const char *text)
-{
-    nosniff(res);
-    res->status = status;
-    res->content_type = content_type;
-    buf_reset(&res->body);
-    buf_puts(&res->body, text);
-}
-
 void response_header(struct response *res, const char *name, const char *value)
 {
     if (res->nheaders >= RESPONSE_MAX_HEADERS)
@@ -172,6 +163,29 @@ void problem_respond_extra(struct request *req, struct response *res, const stru
         snprintf(secs, sizeof(secs), "%d", err->retry_after);
         response_header(res, "Retry-After", secs);
     }
+}
+
+void problem_respond_limit(struct request *req, struct response *res, const struct err *err,
+                           const char *limit, long long max)
+{
+    struct err copy = *err;
+    copy.reason[0] = '\0'; /* the core's name for the limit: "limit" says it in the API's terms */
+    problem_respond_extra(req, res, &copy, json_pack("{s:s,s:I}", "limit", limit, "max", max));
+}
+
+void problem_limit(struct request *req, struct response *res, enum err_code code, const char *limit,
+                   long long max, const char *fmt, ...)
+{
+    struct err err;
+    err_init(&err);
+    char msg[ERR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    err_set(&err, code, "%s", msg);
+    problem_respond_limit(req, res, &err, limit, max);
+    err_release(&err);
 }
 
 void problem(struct request *req, struct response *res, enum err_code code, const char *fmt, ...)

@@ -22,6 +22,7 @@ const struct route routes[] = {
     { HTTP_DELETE, "/v1/jobs/{id}", SCOPE_SUBMIT, "jobs_delete", jobs_delete },
     { HTTP_POST, "/v1/jobs/{id}/cancel", SCOPE_SUBMIT, "jobs_cancel", jobs_cancel },
     { HTTP_POST, "/v1/jobs/{id}/resume", SCOPE_SUBMIT, "jobs_resume", jobs_resume },
+    { HTTP_POST, "/v1/jobs/{id}/suspend", SCOPE_SUBMIT, "jobs_suspend", jobs_suspend },
     { HTTP_GET, "/v1/jobs/{id}/events", SCOPE_READ, "jobs_events", jobs_events },
     { HTTP_GET, "/v1/jobs/{id}/logs", SCOPE_READ, "jobs_logs", jobs_logs },
     { HTTP_GET, "/v1/jobs/{id}/logs/search", SCOPE_READ, "jobs_logs_search", jobs_logs_search },
@@ -47,10 +48,19 @@ const struct route routes[] = {
     { HTTP_POST, "/v1/nodes/{name}/mark", SCOPE_ADMIN, "nodes_mark", nodes_mark },
     { HTTP_DELETE, "/v1/nodes/{name}/mark", SCOPE_ADMIN, "nodes_unmark", nodes_unmark },
     /* access */
+    /* queues */
+    { HTTP_GET, "/v1/queues", SCOPE_READ, "queues_list", queues_list },
+    { HTTP_PUT, "/v1/queues/{name}", SCOPE_ADMIN, "queues_put", queues_put },
+    { HTTP_DELETE, "/v1/queues/{name}", SCOPE_ADMIN, "queues_delete", queues_delete },
     { HTTP_POST, "/v1/tokens", SCOPE_ADMIN, "tokens_create", tokens_create },
     { HTTP_GET, "/v1/tokens", SCOPE_ADMIN, "tokens_list", tokens_list },
     { HTTP_DELETE, "/v1/tokens/{id}", SCOPE_ADMIN, "tokens_revoke", tokens_revoke },
     { HTTP_GET, "/v1/audit", SCOPE_ADMIN, "audit_list", audit_list },
+    /* policies: what non-admin tokens' Kubernetes jobs may use */
+    { HTTP_GET, "/v1/policies", SCOPE_ADMIN, "policies_list", policies_list },
+    { HTTP_GET, "/v1/policies/{name}", SCOPE_ADMIN, "policies_get", policies_get },
+    { HTTP_PUT, "/v1/policies/{name}", SCOPE_ADMIN, "policies_put", policies_put },
+    { HTTP_DELETE, "/v1/policies/{name}", SCOPE_ADMIN, "policies_delete", policies_delete },
     /* templates */
     { HTTP_POST, "/v1/templates", SCOPE_ADMIN, "templates_create", templates_create },
     { HTTP_GET, "/v1/templates", SCOPE_READ, "templates_list", templates_list },
@@ -77,6 +87,11 @@ const struct route routes[] = {
     { HTTP_POST, "/v1/webhooks/{id}/test", SCOPE_ADMIN, "webhooks_test", webhooks_test },
     { HTTP_GET, "/v1/webhooks/{id}/deliveries", SCOPE_ADMIN, "webhooks_deliveries",
       webhooks_deliveries },
+    /* usage */
+    { HTTP_GET, "/v1/usage", SCOPE_READ, "usage_get", usage_get },
+    { HTTP_GET, "/v1/usage/jobs/{id}", SCOPE_READ, "usage_jobs_get", usage_jobs_get },
+    { HTTP_GET, "/v1/usage/prices", SCOPE_READ, "usage_prices_get", usage_prices_get },
+    { HTTP_PUT, "/v1/usage/prices", SCOPE_ADMIN, "usage_prices_update", usage_prices_update },
 };
 
 const size_t routes_count = sizeof(routes) / sizeof(routes[0]);

@@ -23,7 +23,7 @@ static void add_value(struct label_req *r, const char *v)
 }
 
 /* "(a, b)" -> values. */
-static int set_values(struct label_req *r, char *list)
+static int set_values(struct label_req *r, char *list, size_t max)
 {
     list = trim(list);
     size_t n = strlen(list);
@@ -36,7 +36,7 @@ static int set_values(struct label_req *r, char *list)
         if (comma)
             *comma = '\0';
         char *v = trim(p);
-        if (names_label_value(v))
+        if (names_label_value(v) || r->nvalues >= max)
             return -1;
         add_value(r, v);
         if (!comma)
@@ -47,7 +47,7 @@ static int set_values(struct label_req *r, char *list)
 }
 
 /* Parses one term into r. */
-static int term(char *t, struct label_req *r)
+static int term(char *t, size_t max, struct label_req *r)
 {
     t = trim(t);
     char *op;
@@ -60,7 +60,7 @@ static int term(char *t, struct label_req *r)
         *op = '\0';
         r->op = notin ? LABEL_NOTIN : LABEL_IN;
         r->key = xstrdup(trim(t));
-        if (set_values(r, op + (notin ? 7 : 4)) < 0)
+        if (set_values(r, op + (notin ? 7 : 4), max) < 0)
             return -1;
     } else if ((op = strstr(t, "!=")) || (op = strchr(t, '='))) {
         bool ne = op[0] == '!';
@@ -101,17 +101,43 @@ static char *next_term(char **p)
     return start;
 }
 
-int selector_parse(const char *text, struct label_req **out, size_t *n, struct err *err)
+/* Terms and the largest set's values, counted before anything is parsed. */
+static bool within(const char *text, size_t max)
+{
+    size_t terms = 1, values = 0, depth = 0;
+    for (const char *q = text; *q; q++) {
+        if (*q == '(')
+            depth++, values = 1;
+        else if (*q == ')' && depth)
+            depth--;
+        else if (*q == ',' && depth == 0)
+            terms++;
+        else if (*q == ',' && ++values > max)
+            return false;
+    }
+    return terms <= max;
+}
+
+int selector_parse(const char *text, size_t max_terms, struct label_req **out, size_t *n,
+                   struct err *err)
 {
     *out = NULL;
     *n = 0;
+    if (!within(text, max_terms)) {
+        err_set(err, ERR_INVALID,
+                "the selector has more than %zu terms, or a set of more than %zu values", max_terms,
+                max_terms);
+        if (err)
+            snprintf(err->reason, sizeof(err->reason), "max_terms");
+        return -1;
+    }
     char *copy = xstrdup(text), *p = copy;
     int rc = 0;
     while (p && rc == 0) {
         char *t = next_term(&p);
         char *shown = xstrdup(t);
         *out = xrealloc(*out, (*n + 1) * sizeof(**out));
-        if (term(t, &(*out)[*n]) < 0)
+        if (term(t, max_terms, &(*out)[*n]) < 0)
             rc = err_set(err, ERR_INVALID,
                          "selector term '%s' is not valid (use k=v, k!=v, k in (a,b), "
                          "k notin (a,b), k or !k)",

@@ -5,8 +5,10 @@
 #include "api/apimetrics.h"
 #include "api/assets.h"
 #include "api/handlers.h"
+#include "api/usage.h"
 #include "core/clock.h"
-#include "core/notify.h"
+#include "core/wakeups.h"
+#include "core/prom.h"
 #include "store/jobs.h"
 #include "store/metrics.h"
 #include "store/store.h"
@@ -32,6 +34,12 @@ void system_readyz(struct request *req, struct response *res)
                             req->api->auth_enabled ? "on"
                                                    : "off (loopback only; anyone on "
                                                      "this machine is admin)");
+    const struct api *a = req->api;
+    char sandbox[600];
+    if (a->local_sandbox_why)
+        snprintf(sandbox, sizeof(sandbox), "off: %s%s", a->local_sandbox_why,
+                 a->local_unsandboxed_refused ? "; only admin tokens may run local jobs" : "");
+    json_object_set_new(out, "local_sandbox", json_string(a->local_sandbox_why ? sandbox : "on"));
     response_json_new(res, rc == 0 ? 200 : 503, out);
     err_release(&err);
 }
@@ -109,56 +117,46 @@ void system_metrics(struct request *req, struct response *res)
     res->status = 200;
     res->content_type = "text/plain; version=0.0.4; charset=utf-8";
     response_header(res, "X-Content-Type-Options", "nosniff");
-    struct buf *b = &res->body;
+    struct prom p;
+    prom_init(&p, &res->body);
     int64_t counts[JOB_STATE_COUNT];
     struct err err;
     err_init(&err);
     if (store_jobs_count_by_state(api->store, counts, &err) == 0) {
-        buf_puts(b, "# HELP trainyard_jobs Jobs stored, by state.\n# TYPE trainyard_jobs gauge\n");
+        prom_family(&p, "trainyard_jobs", PROM_GAUGE, "Jobs stored, by state.");
         for (int s = 0; s < JOB_STATE_COUNT; s++)
-            buf_printf(b, "trainyard_jobs{state=\"%s\"} %lld\n", jobstate_name((enum job_state)s),
-                       (long long)counts[s]);
+            prom_sample(&p, NULL, (double)counts[s], "state", jobstate_name((enum job_state)s),
+                        NULL);
     }
     err_release(&err);
     struct store_stats st;
     store_stats(api->store, &st);
-    buf_printf(b,
-               "# HELP trainyard_store_commits_total Database transactions committed.\n"
-               "# TYPE trainyard_store_commits_total counter\n"
-               "trainyard_store_commits_total %llu\n"
-               "# HELP trainyard_store_writes_total Writes group-committed.\n"
-               "# TYPE trainyard_store_writes_total counter\n"
-               "trainyard_store_writes_total %llu\n"
-               "# HELP trainyard_store_failed_commits_total Transactions that failed.\n"
-               "# TYPE trainyard_store_failed_commits_total counter\n"
-               "trainyard_store_failed_commits_total %llu\n"
-               "# HELP trainyard_store_rerun_batches_total Batches run again with a savepoint per "
-               "write because one write failed half-way.\n"
-               "# TYPE trainyard_store_rerun_batches_total counter\n"
-               "trainyard_store_rerun_batches_total %llu\n",
-               (unsigned long long)st.commits, (unsigned long long)st.writes,
-               (unsigned long long)st.failed_commits, (unsigned long long)st.rerun_batches);
-    buf_printf(b,
-               "# HELP trainyard_sqlite_memory_bytes SQLite's heap, mostly page caches (bounded).\n"
-               "# TYPE trainyard_sqlite_memory_bytes gauge\ntrainyard_sqlite_memory_bytes %llu\n"
-               "# HELP trainyard_log_cache_bytes Newest log lines kept in memory (bounded).\n"
-               "# TYPE trainyard_log_cache_bytes gauge\ntrainyard_log_cache_bytes %llu\n",
-               (unsigned long long)st.sqlite_memory_bytes, (unsigned long long)st.log_cache_bytes);
-    if (api->notify)
-        buf_printf(b,
-                   "# HELP trainyard_log_followers Clients following logs now.\n"
-                   "# TYPE trainyard_log_followers gauge\ntrainyard_log_followers %d\n",
-                   notify_count(api->notify));
+    prom_scalar(&p, "trainyard_store_commits_total", PROM_COUNTER,
+                "Database transactions committed.", (double)st.commits);
+    prom_scalar(&p, "trainyard_store_writes_total", PROM_COUNTER, "Writes group-committed.",
+                (double)st.writes);
+    prom_scalar(&p, "trainyard_store_failed_commits_total", PROM_COUNTER,
+                "Transactions that failed.", (double)st.failed_commits);
+    prom_scalar(&p, "trainyard_store_rerun_batches_total", PROM_COUNTER,
+                "Batches run again with a savepoint per write because one write failed "
+                "half-way.",
+                (double)st.rerun_batches);
+    prom_scalar(&p, "trainyard_sqlite_memory_bytes", PROM_GAUGE,
+                "SQLite's heap, mostly page caches (bounded).", (double)st.sqlite_memory_bytes);
+    prom_scalar(&p, "trainyard_log_cache_bytes", PROM_GAUGE,
+                "Newest log lines kept in memory (bounded).", (double)st.log_cache_bytes);
+    if (api->wakeups)
+        prom_scalar(&p, "trainyard_log_followers", PROM_GAUGE, "Clients following logs now.",
+                    wakeups_count(api->wakeups));
     int64_t lines, dropped;
-    if (store_log_totals(api->store, &lines, &dropped, NULL) == 0)
-        buf_printf(b,
-                   "# HELP trainyard_log_lines_stored Log lines kept in the database.\n"
-                   "# TYPE trainyard_log_lines_stored gauge\ntrainyard_log_lines_stored %lld\n"
-                   "# HELP trainyard_log_lines_dropped Log lines retention dropped, over the "
-                   "jobs still stored.\n"
-                   "# TYPE trainyard_log_lines_dropped gauge\ntrainyard_log_lines_dropped %lld\n",
-                   (long long)lines, (long long)dropped);
-    apimetrics_write(b);
-    if (api->hooks.metrics)
-        api->hooks.metrics(api->hooks.ctx, b);
+    if (store_log_totals(api->store, &lines, &dropped, NULL) == 0) {
+        prom_scalar(&p, "trainyard_log_lines_stored", PROM_GAUGE, "Log lines kept in the database.",
+                    (double)lines);
+        prom_scalar(&p, "trainyard_log_lines_dropped", PROM_GAUGE,
+                    "Log lines retention dropped, over the jobs still stored.", (double)dropped);
+    }
+    apimetrics_write(&res->body);
+    usage_metrics(api, &res->body);
+    if (api->daemon.metrics)
+        api->daemon.metrics(api->daemon.ctx, &res->body);
 }

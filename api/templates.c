@@ -55,7 +55,8 @@ static int check_spec(struct api *api, const json_t *tmpl, struct err *err)
                                  .default_executor = api->default_executor,
                                  .local_enabled = api->local_enabled,
                                  .kubernetes_enabled = api->kubernetes_enabled,
-                                 .local_slots = api->local_slots };
+                                 .local_slots = api->local_slots,
+                                 .local_gpus = api->local_gpus };
     json_t *canonical = spec ? spec_validate(spec, &opts, &e) : NULL;
     if (!canonical)
         prefix_fields(err, &e, "/spec");

@@ -54,6 +54,8 @@ static int token_request(const json_t *doc, const char **name, enum scope *scope
         *expires_at = clock_now_ns() + ns;
     if (at && clock_parse(at, expires_at) < 0)
         err_field(err, "/expires_at", "must be an RFC 3339 time");
+    else if (at && *expires_at <= clock_now_ns())
+        err_field(err, "/expires_at", "is in the past: the token could never be used");
     return err_is_set(err) ? -1 : 0;
 }
 

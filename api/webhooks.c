@@ -2,11 +2,15 @@
  * webhooks: the outbound webhook routes (admin). A webhook is a URL, the job events it wants, a
  * Standard Webhooks secret (made when not given, shown once) and a format (standard JSON or
  * Slack). Handlers only record: the test button queues a message in the outbox and the delivery
- * loop (server/outbound/notifier.c) sends it, so no handler waits on a receiver.
+ * loop (server/outbound/notifier.c) sends it, so no handler waits on a receiver. A URL whose
+ * host resolves to a loopback, link-local or cloud metadata address is refused when saved
+ * (unless --webhook-allow-local), and the sender checks each address it connects to.
  */
 #include "api/handlers.h"
+#include "core/addrpolicy.h"
 #include "core/clock.h"
 #include "core/crypto.h"
+#include "core/httpc.h"
 #include "core/jsonx.h"
 #include "core/parse.h"
 #include "core/xalloc.h"
@@ -84,7 +88,25 @@ static char *parse_events(const json_t *events, struct err *err)
     return text;
 }
 
-static int webhook_request(const json_t *doc, bool create, struct webhook_req *w, struct err *err)
+/* The URL's host, resolved, must not be loopback, link-local or a metadata address
+ * (core/addrpolicy.h); the sender checks again where it connects. */
+static void check_destination(const char *url, struct err *err)
+{
+    struct httpc_url u;
+    struct err why;
+    err_init(&why);
+    if (httpc_url_parse(url, &u, &why) < 0 || !u.host)
+        err_field(err, "/url", "is not a URL with a host");
+    else if (addrpolicy_check_host(u.host, &why) < 0)
+        err_field(err, "/url",
+                  "%s: webhooks may not reach it (the daemon's --webhook-allow-local allows it)",
+                  why.msg);
+    httpc_url_release(&u);
+    err_release(&why);
+}
+
+static int webhook_request(const json_t *doc, bool create, bool allow_local, struct webhook_req *w,
+                           struct err *err)
 {
     memset(w, 0, sizeof(*w));
     if (!json_is_object(doc))
@@ -95,6 +117,8 @@ static int webhook_request(const json_t *doc, bool create, struct webhook_req *w
     p->url = jsonx_str(doc, "url");
     if (!valid_url(p->url))
         err_field(err, "/url", "is required: an http:// or https:// URL");
+    else if (!allow_local)
+        check_destination(p->url, err);
     w->events = parse_events(json_object_get(doc, "events"), err);
     p->events = w->events;
     p->format = jsonx_str(doc, "format") ? jsonx_str(doc, "format") : "standard";
@@ -169,7 +193,7 @@ static void save(struct request *req, struct response *res, const struct webhook
     struct err err;
     err_init(&err);
     struct webhook_req w;
-    int rc = webhook_request(doc, !old, &w, &err);
+    int rc = webhook_request(doc, !old, req->api->webhook_allow_local, &w, &err);
     w.put.actor = req->who.name;
     w.put.request_id = req->request_id;
     w.put.now = clock_now_ns();
@@ -280,8 +304,8 @@ void webhooks_test(struct request *req, struct response *res)
     if (store_outbox_add(req->api->store, &m, 1, 0, 0, now, &err) < 0) {
         problem_respond(req, res, &err);
     } else {
-        if (req->api->hooks.webhooks_pending)
-            req->api->hooks.webhooks_pending(req->api->hooks.ctx);
+        if (req->api->daemon.webhooks_pending)
+            req->api->daemon.webhooks_pending(req->api->daemon.ctx);
         json_t *o = json_pack("{s:s,s:s,s:b}", "message_id", msg_id, "event", "webhook.test",
                               "queued", true);
         if (!w->enabled)

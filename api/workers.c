@@ -3,7 +3,7 @@
  * "Daemon contract"): heartbeats with the metrics queued since the last one, and the preflight
  * report. Both need the job's worker token (or an admin's). The handler validates, stores what
  * is the store's (metric points, the preflight event, the node mark of a failed preflight) and
- * hands the report to the daemon (api->hooks.rank_report), which records liveness and fails a
+ * hands the report to the daemon (api->daemon.rank_report), which records liveness and fails a
  * rank whose preflight failed.
  */
 #include <math.h>
@@ -124,9 +124,9 @@ void ranks_heartbeat(struct request *req, struct response *res)
         problem_respond(req, res, &err);
         goto out;
     }
-    if (req->api->hooks.rank_report)
-        req->api->hooks.rank_report(req->api->hooks.ctx, j->pk, j->attempt, rank, "heartbeat",
-                                    body);
+    if (req->api->daemon.rank_report)
+        req->api->daemon.rank_report(req->api->daemon.ctx, j->pk, j->attempt, rank, "heartbeat",
+                                     body);
     response_json_new(res, 200, json_pack("{s:i}", "accepted", (int)n));
 out:
     err_release(&err);
@@ -171,16 +171,18 @@ static void preflight_text(const json_t *report, char *out, size_t cap)
         snprintf(out, cap, "%zu checks passed", json_array_size(checks));
 }
 
+/* The report comes from inside the job (its worker token): evidence, which marks the node for
+ * every job only when the job is an admin's or jobs of several owners agree (store/nodes.h). */
 static void mark_node(struct request *req, const struct job *j, const char *node, const char *text)
 {
-    struct node_mark_new m = { .name = node,
-                               .state = "suspect",
+    struct node_evidence e = { .node = node,
+                               .job_id = j->id,
+                               .owner_id = j->owner_id,
+                               .owner = j->owner,
                                .reason = "PreflightFailed",
                                .message = text,
-                               .source = "preflight",
-                               .job_id = j->id,
-                               .created_by = req->who.name };
-    store_node_mark(req->api->store, &m, NULL);
+                               .source = "preflight" };
+    store_node_evidence(req->api->store, &e, NULL, NULL);
 }
 
 void ranks_preflight(struct request *req, struct response *res)
@@ -213,9 +215,9 @@ void ranks_preflight(struct request *req, struct response *res)
     bool marked = !json_is_true(ok) && node[0];
     if (marked)
         mark_node(req, j, node, text);
-    if (req->api->hooks.rank_report)
-        req->api->hooks.rank_report(req->api->hooks.ctx, j->pk, j->attempt, rank, "preflight",
-                                    body);
+    if (req->api->daemon.rank_report)
+        req->api->daemon.rank_report(req->api->daemon.ctx, j->pk, j->attempt, rank, "preflight",
+                                     body);
     json_t *o = json_pack("{s:b,s:b}", "ok", json_is_true(ok), "node_marked", marked);
     jsonx_set_str(o, "node", node[0] ? node : NULL);
     response_json_new(res, 200, o);

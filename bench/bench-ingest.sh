@@ -61,4 +61,5 @@ t0=$(date +%s%N)
 curl -s "$url/v1/jobs/$id/logs?tail=1000" >/dev/null
 t1=$(date +%s%N)
 echo "tail 1000 over HTTP: $(((t1 - t0) / 1000000)) ms"
+echo "ranks' raw log files on disk once stored: $(du -sk "$work/data/jobs" | awk '{printf "%.1f MB", $1 / 1024}')"
 du -sk "$work/data/trainyard.db" "$work/data/trainyard.db-wal" 2>/dev/null | awk -v n="$stored" '{k += $1} END {printf "database: %.1f MB = %.1f MB per million lines\n", k / 1024, k / 1024 / (n / 1e6)}'

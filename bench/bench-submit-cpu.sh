@@ -6,12 +6,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
-rounds=3
-if [[ ${1:-} =~ ^[0-9]+$ ]]; then
-    rounds=$1
-    shift
-fi
-builds=("${@:-${TY_BUILD:-$here/../build}}")
+rounds_and_builds "$@"
 token=ty_benchadmintoken0123456789abcdefghijk
 export TY_TOKEN=$token
 

@@ -25,7 +25,7 @@
 #include "server/ingest/collect.h"
 #include "core/clock.h"
 #include "server/ingest/logrec.h"
-#include "core/notify.h"
+#include "core/wakeups.h"
 #include "server/diag/diag.h"
 #include "server/health/health.h"
 #include "store/jobs.h"
@@ -115,12 +115,12 @@ static struct result run(const char *logdir, enum mode mode)
         health_attempt(h, &j, 0, NRANKS, false);
     }
     struct diag *d = mode == FEED_ONLY ? diag_new(NULL) : NULL;
-    struct notify *nt = notify_new();
+    struct wakeups *nt = wakeups_new();
     struct collect_options co = { .max_bytes = INT64_MAX, .max_age_ns = INT64_MAX };
     if (h)
-        co.hooks = (struct collect_hooks){ .ctx = h, .lines = health_lines };
+        co.stored = (struct collect_stored){ .ctx = h, .lines = health_lines };
     else if (d)
-        co.hooks = (struct collect_hooks){ .ctx = d, .lines = feed_only };
+        co.stored = (struct collect_stored){ .ctx = d, .lines = feed_only };
     struct collect *c = collect_new(st, nt, &co);
     struct log_sources src = collect_sources(c);
     for (int r = 0; r < NRANKS; r++) {
@@ -143,7 +143,7 @@ static struct result run(const char *logdir, enum mode mode)
     collect_free(c);
     health_free(h);
     diag_free(d);
-    notify_free(nt);
+    wakeups_free(nt);
     store_close(st);
     char *rm = xasprintf("rm -rf '%s'", dir);
     if (system(rm) != 0)

@@ -71,11 +71,12 @@ static void setup(const char *path)
                                       .max_json_depth = 32 };
     api.default_executor = "local";
     api.local_enabled = true;
+    api.local_gpus = 8; /* a GPU machine: the spec asks for 8 */
 }
 
 static struct submission *submission(const json_t *doc)
 {
-    struct jobs_submit_opts o = { .owner = "bench", .request_id = "req" };
+    struct jobs_submit_opts o = { .owner = "bench", .scope = SCOPE_ADMIN, .request_id = "req" };
     struct err err;
     err_init(&err);
     struct submission *s = jobs_submission_new(&api, doc, &o, &err);
@@ -98,7 +99,8 @@ int main(int argc, char **argv)
     setup(path);
     struct spec_options so = { .limits = &api.limits.spec,
                                .default_executor = "local",
-                               .local_enabled = true };
+                               .local_enabled = true,
+                               .local_gpus = 8 };
     double t0 = cpu_us();
     for (int i = 0; i < n; i++)
         json_decref(jsonx_loadb(body, sizeof(body) - 1, 32, NULL));

@@ -23,3 +23,14 @@ serve() {
 # runs. Usage: t=$(cpu_ticks); ...; steal_since "$t"   (prints e.g. "13%")
 cpu_ticks() { awk '/^cpu / {print $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9}' /proc/stat; }
 steal_since() { echo "$1 $(cpu_ticks)" | awk '{printf "%.0f%%", ($4 > $2) ? 100 * ($3 - $1) / ($4 - $2) : 0}'; }
+
+# rounds_and_builds [ROUNDS] [BUILD...]: the arguments of the scripts that compare builds in
+# interleaved rounds; sets rounds (default 3) and the array builds (default $TY_BUILD or build/).
+rounds_and_builds() {
+    rounds=3
+    if [[ ${1:-} =~ ^[0-9]+$ ]]; then
+        rounds=$1
+        shift
+    fi
+    builds=("${@:-${TY_BUILD:-$here/../build}}")
+}

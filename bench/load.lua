@@ -14,7 +14,7 @@ local spec = [[{"name":"load-llama-finetune","image":"nvcr.io/nvidia/pytorch:24.
 "command":["torchrun","--nnodes","4","--nproc-per-node","8","train.py"],
 "args":["--model","llama-3-8b","--lr","3e-5","--batch-size","16","--epochs","3","--bf16"],
 "env":{"NCCL_DEBUG":"WARN","FI_PROVIDER":"efa","HF_HOME":"/fsx/hf","WANDB_PROJECT":"llama"},
-"nodes":1,"procs_per_node":1,"resources":{"gpus":8,"efa":4,"memory":"512Gi","shm":"64Gi"},
+"nodes":1,"procs_per_node":1,"resources":{"gpus":0,"efa":4,"memory":"512Gi","shm":"64Gi"},
 "restart":{"policy":"on_failure","max_restarts":3},"deadline_seconds":86400,
 "labels":{"team":"nlp","project":"llama","owner":"alice"},"suspend":true}]]
 local terms = { "loss", "step+42", "%22lr%3D0.001%22", "nccl" }

@@ -52,8 +52,8 @@ int err_field(struct err *err, const char *pointer, const char *fmt, ...)
         err->code = ERR_VALIDATION;
         snprintf(err->msg, sizeof(err->msg), "the request has invalid fields");
     }
-    if (err->code != ERR_VALIDATION || err->nfields >= ERR_FIELDS_MAX)
-        return -1;
+    if (err->nfields >= ERR_FIELDS_MAX)
+        return -1; /* fields may name what any error is about: a 422's, a 403's */
     char message[ERR_MSG_MAX];
     va_list ap;
     va_start(ap, fmt);

@@ -57,8 +57,8 @@ void err_release(struct err *err);
 int err_set(struct err *err, enum err_code code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Adds a field problem (at most ERR_FIELDS_MAX are kept); sets ERR_VALIDATION if no error yet.
- * Returns -1. */
+/* Adds a field problem (at most ERR_FIELDS_MAX are kept); sets ERR_VALIDATION if no error yet,
+ * else the field says what the error set first (a 403's field) is about. Returns -1. */
 int err_field(struct err *err, const char *pointer, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

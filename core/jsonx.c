@@ -1,15 +1,13 @@
 /* jsonx: jansson helpers. Thread-safe (no shared state). */
 #include "core/jsonx.h"
 
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
 #include "core/clock.h"
 #include "core/utf8.h"
 #include "core/xalloc.h"
-
-static int dump_cb(const char *data, size_t size, void *ctx)
-{
-    buf_append(ctx, data, size);
-    return 0;
-}
 
 /* A string as jansson writes it: '"' and '\\' escaped, control characters as \b \f \n \r \t or
  * \u00XX, everything else (UTF-8 included) as it is. Runs without escapes are copied at once. */
@@ -58,8 +56,38 @@ void jsonx_dump_string(struct buf *out, const char *s, size_t len)
 
 #define DUMP_MAX_DEPTH 2048 /* parsed input is limited far below; this guards the stack */
 
-/* jansson's compact output, byte for byte, without its per-container cycle check (a printf and
- * a hash insert each) and callback per token: the daemon dumps every response body. */
+void jsonx_put_real(struct buf *out, double v)
+{
+    char s[40];
+    if (!isfinite(v)) { /* JSON has none; jansson refuses them too */
+        buf_puts(out, "null");
+        return;
+    }
+    /* The fewest digits that read back as the same double: a loss printed as 10.4461 is
+     * answered as 10.4461, not as %.17g's 10.446099999999999. When any form of at most 15
+     * digits reads back, %.15g (trailing zeros dropped) is that form, so three tries do. */
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(s, sizeof(s), "%.*g", prec, v);
+        if (prec == 17 || strtod(s, NULL) == v) /* 17 digits always read back */
+            break;
+    }
+    /* jansson's marks of a real: ".0" when it would read as an integer, exponent unpadded */
+    if (!strpbrk(s, ".eEn"))
+        snprintf(s + strlen(s), sizeof(s) - strlen(s), ".0");
+    char *e = strpbrk(s, "eE");
+    if (e) { /* "1e+20" -> "1e20", "1e-07" -> "1e-7" */
+        char *d = e[1] == '-' ? e + 2 : e + 1;
+        char *z = e[1] == '+' ? e + 2 : d;
+        while (*z == '0' && z[1])
+            z++;
+        memmove(d, z, strlen(z) + 1);
+    }
+    buf_puts(out, s);
+}
+
+/* jansson's compact output, byte for byte (reals excepted: jsonx_put_real), without its
+ * per-container cycle check (a printf and a hash insert each) and callback per token: the daemon
+ * dumps every response body. */
 static void dump_value(struct buf *out, const json_t *v, int depth)
 {
     json_t *m = (json_t *)v;
@@ -94,8 +122,8 @@ static void dump_value(struct buf *out, const json_t *v, int depth)
     case JSON_INTEGER:
         buf_put_int(out, json_integer_value(v));
         break;
-    case JSON_REAL: /* rare; jansson's formatting ("%.17g", ".0" added, exponent trimmed) */
-        json_dump_callback(v, dump_cb, out, JSON_COMPACT | JSON_ENCODE_ANY);
+    case JSON_REAL:
+        jsonx_put_real(out, json_real_value(v));
         break;
     case JSON_TRUE:
         buf_puts(out, "true");

@@ -16,13 +16,16 @@
 #define JSONX_MAX_DEPTH_DEFAULT 32
 
 /* Parses len bytes of strict JSON (RFC 8259: UTF-8, no duplicate keys, any value at the top).
- * Rejects nesting deeper than max_depth and text that is not one JSON value. ERR_INVALID with
- * line and column on failure. Returns a new reference. (jsonx_parse.c) */
+ * Rejects nesting deeper than max_depth (err->reason "max_depth") and text that is not one JSON
+ * value. ERR_INVALID with line and column on failure. Returns a new reference. (jsonx_parse.c) */
 json_t *jsonx_loadb(const char *data, size_t len, int max_depth, struct err *err);
-/* Appends the compact form of v (keys in insertion order) to out. */
+/* Appends the compact form of v (keys in insertion order) to out; reals as jsonx_put_real. */
 void jsonx_dump(struct buf *out, const json_t *v);
 /* Appends len bytes as a quoted JSON string, escaped as jansson's dump escapes it. */
 void jsonx_dump_string(struct buf *out, const char *s, size_t len);
+/* Appends the shortest decimal that reads back as v (10.4461, not 10.446099999999999), with
+ * jansson's ".0" on integral values; null when v is not finite. */
+void jsonx_put_real(struct buf *out, double v);
 /* Returns the compact form; caller frees. */
 char *jsonx_dumps(const json_t *v);
 

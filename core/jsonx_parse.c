@@ -1,7 +1,7 @@
 /*
  * jsonx_parse: a strict RFC 8259 parser that builds jansson values in one pass over the text.
  * It accepts and rejects what json_loadb(JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL |
- * JSON_DECODE_ANY) does and builds equal values (tests/fuzz/fuzz_json_parse.c checks both on
+ * JSON_DECODE_ANY) does and builds equal values (tests/fuzz/fuzz_json.c checks both on
  * every input); it exists because jansson's lexer reads through a per-byte stream and copies each
  * token twice, which made it a fifth of a submission's request-side CPU.
  */
@@ -28,6 +28,8 @@ static json_t *fail(struct parser *ps, const char *what)
     ps->failed = true;
     if (ps->depth > ps->max_depth) {
         err_set(ps->err, ERR_INVALID, "JSON nested deeper than %d levels", ps->max_depth);
+        if (ps->err) /* which limit: the caller names its setting */
+            snprintf(ps->err->reason, sizeof(ps->err->reason), "max_depth");
         return NULL;
     }
     int line = 1;

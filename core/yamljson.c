@@ -1,6 +1,9 @@
 /*
  * yamljson: a recursive-descent builder over libyaml's event stream. Anchored nodes are kept in a
- * small table and deep-copied at each alias, charged against the node budget. Thread-safe.
+ * small table with what they weigh: their bytes (their span of the YAML text plus what the
+ * aliases inside them expand to), their height and their node count. An alias is charged that
+ * weight before its value is deep-copied, so an expansion past the limits stops at the alias
+ * that would pass them, having copied nothing. Thread-safe.
  */
 #include "core/yamljson.h"
 
@@ -14,12 +17,18 @@
 struct anchor {
     char *name;
     json_t *value;
+    size_t bytes; /* what an alias to it adds to the document */
+    size_t nodes;
+    int height; /* 1 for a scalar */
 };
 
 struct builder {
     yaml_parser_t parser;
     int max_depth;
     size_t nodes;
+    size_t max_bytes;
+    size_t bytes;    /* the input's length plus what aliases added so far */
+    size_t last_end; /* offset just past the last event read */
     struct anchor *anchors;
     size_t nanchors;
     struct err *err;
@@ -33,7 +42,21 @@ static int next_event(struct builder *b, yaml_event_t *ev)
         return err_set(b->err, ERR_INVALID, "invalid YAML at line %zu column %zu: %s",
                        b->parser.problem_mark.line + 1, b->parser.problem_mark.column + 1,
                        b->parser.problem ? b->parser.problem : "syntax error");
+    b->last_end = ev->end_mark.index;
     return 0;
+}
+
+/* A limit was passed: the error says which (err->reason), so the caller can name its setting. */
+static int over_limit(struct builder *b, const yaml_event_t *ev, enum err_code code,
+                      const char *reason, const char *what)
+{
+    if (err_is_set(b->err))
+        return -1;
+    err_set(b->err, code, "YAML at line %zu column %zu: %s", ev->start_mark.line + 1,
+            ev->start_mark.column + 1, what);
+    if (b->err)
+        snprintf(b->err->reason, sizeof(b->err->reason), "%s", reason);
+    return -1;
 }
 
 static int at(struct builder *b, const yaml_event_t *ev, const char *what)
@@ -170,74 +193,103 @@ fail:
     return NULL;
 }
 
-static size_t count_nodes(const json_t *v)
+/* The node count and height of a value (height 1: a scalar or an empty container). */
+static size_t weigh(const json_t *v, int *height)
 {
     size_t n = 1;
+    int below = 0, h;
+    const char *k;
+    json_t *c;
+    size_t i;
     if (json_is_object(v)) {
-        const char *k;
-        json_t *c;
-        json_object_foreach((json_t *)v, k, c) n += count_nodes(c);
+        json_object_foreach((json_t *)v, k, c)
+        {
+            n += weigh(c, &h);
+            below = h > below ? h : below;
+        }
     } else if (json_is_array(v)) {
-        size_t i;
-        json_t *c;
-        json_array_foreach(v, i, c) n += count_nodes(c);
+        json_array_foreach(v, i, c)
+        {
+            n += weigh(c, &h);
+            below = h > below ? h : below;
+        }
     }
+    *height = below + 1;
     return n;
 }
 
-static json_t *alias(struct builder *b, yaml_event_t *ev)
+static json_t *alias(struct builder *b, yaml_event_t *ev, int depth)
 {
     const char *name = (const char *)ev->data.alias.anchor;
     for (size_t i = b->nanchors; i-- > 0;) {
-        if (strcmp(b->anchors[i].name, name) == 0) {
-            if (charge(b, count_nodes(b->anchors[i].value), ev) < 0)
-                return NULL;
-            return json_deep_copy(b->anchors[i].value);
+        const struct anchor *a = &b->anchors[i];
+        if (strcmp(a->name, name) != 0)
+            continue;
+        if (depth - 1 + a->height > b->max_depth) {
+            over_limit(b, ev, ERR_INVALID, "max_depth",
+                       "nested too deeply (with what aliases expand to)");
+            return NULL;
         }
+        if (a->bytes > b->max_bytes - b->bytes) {
+            over_limit(b, ev, ERR_TOO_LARGE, "max_bytes",
+                       "document too large (with what aliases expand to)");
+            return NULL;
+        }
+        b->bytes += a->bytes;
+        if (charge(b, a->nodes, ev) < 0)
+            return NULL;
+        return json_deep_copy(a->value);
     }
     at(b, ev, "alias to an unknown anchor");
     return NULL;
 }
 
-static void remember(struct builder *b, const unsigned char *anchor, json_t *value)
+/* Keeps an anchored node for its aliases: start is where its text began, added what the
+ * aliases inside it expanded to. */
+static void remember(struct builder *b, const unsigned char *anchor, json_t *value, size_t start,
+                     size_t added)
 {
     if (!anchor || !value)
         return;
     b->anchors = xrealloc(b->anchors, (b->nanchors + 1) * sizeof(*b->anchors));
-    b->anchors[b->nanchors].name = xstrdup((const char *)anchor);
-    b->anchors[b->nanchors].value = json_incref(value);
-    b->nanchors++;
+    struct anchor *a = &b->anchors[b->nanchors++];
+    a->name = xstrdup((const char *)anchor);
+    a->value = json_incref(value);
+    a->bytes = (b->last_end > start ? b->last_end - start : 0) + added + 1;
+    a->nodes = weigh(value, &a->height);
 }
 
 static json_t *build_node(struct builder *b, yaml_event_t *ev, int depth)
 {
     if (depth > b->max_depth) {
-        at(b, ev, "nested too deeply");
+        over_limit(b, ev, ERR_INVALID, "max_depth", "nested too deeply");
         return NULL;
     }
     if (ev->type != YAML_ALIAS_EVENT && charge(b, 1, ev) < 0)
         return NULL;
+    size_t start = ev->start_mark.index, before = b->bytes;
     json_t *v = NULL;
+    const unsigned char *anchor = NULL;
     switch (ev->type) {
     case YAML_SCALAR_EVENT:
         v = scalar(b, ev);
-        remember(b, ev->data.scalar.anchor, v);
+        anchor = ev->data.scalar.anchor;
         break;
     case YAML_MAPPING_START_EVENT:
         v = mapping(b, depth);
-        remember(b, ev->data.mapping_start.anchor, v);
+        anchor = ev->data.mapping_start.anchor;
         break;
     case YAML_SEQUENCE_START_EVENT:
         v = sequence(b, depth);
-        remember(b, ev->data.sequence_start.anchor, v);
+        anchor = ev->data.sequence_start.anchor;
         break;
     case YAML_ALIAS_EVENT:
-        v = alias(b, ev);
-        break;
+        return alias(b, ev, depth);
     default:
         at(b, ev, "unexpected YAML event");
         break;
     }
+    remember(b, anchor, v, start, b->bytes - before);
     return v;
 }
 
@@ -257,9 +309,16 @@ static int skip_to_root(struct builder *b, yaml_event_t *ev)
     }
 }
 
-json_t *yamljson_load(const char *data, size_t len, int max_depth, struct err *err)
+json_t *yamljson_load(const char *data, size_t len, int max_depth, size_t max_bytes,
+                      struct err *err)
 {
-    struct builder b = { .max_depth = max_depth, .err = err };
+    struct builder b = { .max_depth = max_depth, .max_bytes = max_bytes, .bytes = len, .err = err };
+    if (len > max_bytes) {
+        err_set(err, ERR_TOO_LARGE, "the YAML document is larger than %zu bytes", max_bytes);
+        if (err)
+            snprintf(err->reason, sizeof(err->reason), "max_bytes");
+        return NULL;
+    }
     json_t *root = NULL;
     yaml_parser_initialize(&b.parser);
     yaml_parser_set_input_string(&b.parser, (const unsigned char *)data, len);
@@ -323,7 +382,7 @@ json_t *yamljson_load_file(const char *path, size_t max_bytes, struct err *err)
         }
     }
     fclose(f);
-    json_t *v = yamljson_load(buf_cstr(&b), b.len, 64, err);
+    json_t *v = yamljson_load(buf_cstr(&b), b.len, 64, max_bytes, err);
     if (!v)
         err_wrap(err, "%s", path);
     buf_release(&b);

@@ -76,6 +76,9 @@ static const struct field restart_fields[] = {
     { "on", T_STRINGS, .max = 7, .choices = restart_on },
     { "max_preemptions", T_INT, .min = 0, .max = 1000, .def = "10" },
     { "avoid_failed_nodes", T_BOOL, .def = "true" },
+    /* No defaults: absent, the daemon's (--restart-backoff, --restart-backoff-max) apply. */
+    { "backoff_seconds", T_INT, .min = 0, .max = 86400 },
+    { "max_backoff_seconds", T_INT, .min = 1, .max = 86400 },
     { NULL },
 };
 
@@ -283,16 +286,20 @@ static void check_int(struct walk *w, const struct field *f, json_t *v)
     buf_put_int(w->out, x);
 }
 
-/* A quantity is kept as a string: a number becomes its decimal text. */
+/* A quantity is kept as a string: a number becomes its decimal text, which must read back as a
+ * quantity (so -0.0, "-0" once written, and 1e300, past what a quantity holds, are refused as
+ * the same value written as a string would be). */
 static void check_quantity(struct walk *w, json_t *v)
 {
     int64_t milli;
     char num[64];
-    if (json_is_integer(v) && json_integer_value(v) >= 0) {
-        snprintf(num, sizeof(num), "%lld", (long long)json_integer_value(v));
+    if (json_is_integer(v) && json_integer_value(v) >= 0 &&
+        snprintf(num, sizeof(num), "%lld", (long long)json_integer_value(v)) > 0 &&
+        parse_quantity(num, &milli) == 0) {
         put_string(w, num);
-    } else if (json_is_real(v) && json_real_value(v) >= 0 && isfinite(json_real_value(v))) {
-        snprintf(num, sizeof(num), "%g", json_real_value(v));
+    } else if (json_is_real(v) && !signbit(json_real_value(v)) &&
+               snprintf(num, sizeof(num), "%g", json_real_value(v)) > 0 &&
+               parse_quantity(num, &milli) == 0) {
         put_string(w, num);
     } else if (json_is_string(v) && parse_quantity(json_string_value(v), &milli) == 0) {
         jsonx_dump_string(w->out, json_string_value(v), json_string_length(v));
@@ -535,6 +542,15 @@ static void check_cross(const struct spec_view *v, const struct spec_options *o,
                  v->nranks, o->local_slots);
         field_error(err, "/procs_per_node", text);
     }
+    int64_t gpus = jsonx_int(v->resources, "gpus", 0) * v->nranks;
+    if (!kube && gpus > o->local_gpus) {
+        char text[200];
+        snprintf(text, sizeof(text),
+                 "needs %lld GPUs (%lld per rank x %d ranks) but this machine has %d for the "
+                 "local executor; it could never start",
+                 (long long)gpus, (long long)(gpus / v->nranks), v->nranks, o->local_gpus);
+        field_error(err, "/resources/gpus", text);
+    }
     if (!kube && v->env && env_has_secret(v->env))
         field_error(err, "/env", "secret references need the kubernetes executor");
     /* On Kubernetes the Training Operator restarts pods (manages_restarts): only what its
@@ -580,6 +596,9 @@ static void check_cross(const struct spec_view *v, const struct spec_options *o,
     }
     if (v->restart_exit_codes && strcmp(v->restart_policy, "exit_code") != 0)
         field_error(err, "/restart/exit_codes", "is only used with policy \"exit_code\"");
+    if (v->max_backoff_seconds >= 0 && v->max_backoff_seconds < v->backoff_seconds)
+        field_error(err, "/restart/max_backoff_seconds",
+                    "must be at least restart.backoff_seconds (the first delay)");
 }
 
 static int check_spec(const json_t *input, const struct spec_options *opts, struct buf *out,
@@ -661,6 +680,8 @@ void spec_view(const json_t *spec, struct spec_view *v)
     v->restart_on = get(restart, "on");
     v->max_preemptions = (int)jsonx_int(restart, "max_preemptions", 10);
     v->avoid_failed_nodes = jsonx_bool(restart, "avoid_failed_nodes", true);
+    v->backoff_seconds = jsonx_int(restart, "backoff_seconds", -1);
+    v->max_backoff_seconds = jsonx_int(restart, "max_backoff_seconds", -1);
     json_t *health = get(spec, "health");
     v->on_stall = jsonx_str(health, "on_stall");
     if (!v->on_stall)

@@ -31,6 +31,7 @@ struct spec_options {
     bool local_enabled;
     bool kubernetes_enabled;
     int local_slots; /* a local job needing more ranks could never start */
+    int local_gpus;  /* ... or more GPUs (resources.gpus x ranks) */
 };
 
 /* Borrowed views into a spec (canonical, or an input spec_check() accepted); valid while the
@@ -53,6 +54,8 @@ struct spec_view {
     json_t *restart_on;          /* failure categories that restart (array of strings), or NULL */
     int max_preemptions;         /* restarts after preemption, counted apart (default 10) */
     bool avoid_failed_nodes;     /* restarts avoid the node a failure blamed (default true) */
+    int64_t backoff_seconds;     /* wait before the first restart, doubling; -1: the daemon's */
+    int64_t max_backoff_seconds; /* the longest wait; -1: the daemon's */
     const char *on_stall;        /* "none", "cancel", "restart" */
     int64_t stall_after_seconds; /* floor of the stall limit; 0: the daemon's */
     int64_t startup_seconds;     /* stall limit before the step cadence is known; 0: default */

@@ -253,8 +253,14 @@ static int add_object(struct conn *c, int64_t trigger_pk, int64_t delivery_pk, j
     return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : sql_fail(c, err, "reading an object");
 }
 
-static json_t *delivery_json(struct conn *c, sqlite3_stmt *s, int64_t trigger_pk, struct err *err)
+struct list_ctx {
+    struct conn *c;
+    int64_t trigger_pk;
+};
+
+static json_t *delivery_json(void *ctx, sqlite3_stmt *s, struct err *err)
 {
+    const struct list_ctx *l = ctx;
     int64_t pk = col_int(s, 0);
     json_t *o = json_pack("{s:I}", "id", (json_int_t)pk);
     jsonx_set_time(o, "received_at", col_int(s, 1));
@@ -273,12 +279,15 @@ static json_t *delivery_json(struct conn *c, sqlite3_stmt *s, int64_t trigger_pk
     }
     size_t i;
     json_t *ev;
+    json_object_set_new(o, "events", events);
     json_array_foreach(events, i, ev)
     {
-        if (add_object(c, trigger_pk, pk, ev, err) < 0)
-            break;
+        /* another statement of this connection, while the list's is still stepping */
+        if (add_object(l->c, l->trigger_pk, pk, ev, err) < 0) {
+            json_decref(o);
+            return NULL;
+        }
     }
-    json_object_set_new(o, "events", events);
     return o;
 }
 
@@ -292,62 +301,50 @@ json_t *store_delivery_list(struct store *st, int64_t trigger_pk, int64_t before
     bind_int(s, ":trigger_pk", trigger_pk);
     bind_int(s, ":before", before);
     bind_int(s, ":limit", limit);
-    json_t *items = json_array();
-    int rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW && !err_is_set(err))
-        json_array_append_new(items, delivery_json(c, s, trigger_pk, err));
-    sqlite3_reset(s);
-    if ((rc != SQLITE_DONE && rc != SQLITE_ROW) || err_is_set(err)) {
-        sql_fail(c, err, "listing deliveries");
-        json_decref(items);
-        return NULL;
-    }
-    return items;
+    struct list_ctx l = { c, trigger_pk };
+    return sql_json_rows(c, s, "listing deliveries", delivery_json, &l, err);
+}
+
+static void object_fill(void *slot, sqlite3_stmt *s)
+{
+    struct trigger_object *o = XNEW(struct trigger_object);
+    o->pk = col_int(s, 0);
+    o->trigger_pk = col_int(s, 1);
+    o->trigger_id = xstrdup(col_text(s, 2));
+    o->trigger_name = xstrdup(col_text(s, 3));
+    o->dedupe_key = xstrdup(col_text(s, 4));
+    o->event = xstrdup(col_text(s, 5));
+    o->attempts = (int)col_int(s, 6);
+    *(struct trigger_object **)slot = o;
+}
+
+static void object_drop(void *slot)
+{
+    struct trigger_object *o = *(struct trigger_object **)slot;
+    free(o->trigger_id);
+    free(o->trigger_name);
+    free(o->dedupe_key);
+    free(o->event);
+    free(o);
 }
 
 int store_trigger_objects_due(struct store *st, int64_t now, int limit,
                               struct trigger_object ***out, size_t *n, struct err *err)
 {
-    *out = NULL;
-    *n = 0;
     struct conn *c = store_reader(st, err);
     sqlite3_stmt *s = c ? STMT(c, D_DUE, err) : NULL;
-    if (!s)
-        return -1;
-    bind_int(s, ":now", now);
-    bind_int(s, ":limit", limit);
-    *out = xcalloc((size_t)limit, sizeof(**out));
-    int rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        struct trigger_object *o = XNEW(struct trigger_object);
-        o->pk = col_int(s, 0);
-        o->trigger_pk = col_int(s, 1);
-        o->trigger_id = xstrdup(col_text(s, 2));
-        o->trigger_name = xstrdup(col_text(s, 3));
-        o->dedupe_key = xstrdup(col_text(s, 4));
-        o->event = xstrdup(col_text(s, 5));
-        o->attempts = (int)col_int(s, 6);
-        (*out)[(*n)++] = o;
+    if (s) {
+        bind_int(s, ":now", now);
+        bind_int(s, ":limit", limit);
     }
-    sqlite3_reset(s);
-    if (rc != SQLITE_DONE) {
-        trigger_objects_free(*out, *n);
-        *out = NULL;
-        *n = 0;
-        return sql_fail(c, err, "reading pending submissions");
-    }
-    return 0;
+    return sql_array(c, s, "reading pending submissions", sizeof(**out), object_fill, object_drop,
+                     out, n, err);
 }
 
 void trigger_objects_free(struct trigger_object **o, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
-        free(o[i]->trigger_id);
-        free(o[i]->trigger_name);
-        free(o[i]->dedupe_key);
-        free(o[i]->event);
-        free(o[i]);
-    }
+    for (size_t i = 0; i < n; i++)
+        object_drop(&o[i]);
     free(o);
 }
 
@@ -395,44 +392,41 @@ int store_trigger_objects_pending(struct store *st, int64_t *count, struct err *
     return rc == SQLITE_ROW ? 0 : sql_fail(c, err, "counting pending submissions");
 }
 
+static void sns_fill(void *slot, sqlite3_stmt *s)
+{
+    struct sns_pending *p = XNEW(struct sns_pending);
+    p->trigger_pk = col_int(s, 0);
+    p->topic_arn = xstrdup(col_text(s, 1));
+    p->subscribe_url = xstrdup(col_text(s, 2));
+    p->attempts = (int)col_int(s, 3);
+    *(struct sns_pending **)slot = p;
+}
+
+static void sns_drop(void *slot)
+{
+    struct sns_pending *p = *(struct sns_pending **)slot;
+    free(p->topic_arn);
+    free(p->subscribe_url);
+    free(p);
+}
+
 int store_sns_due(struct store *st, int64_t now, int limit, struct sns_pending ***out, size_t *n,
                   struct err *err)
 {
-    *out = NULL;
-    *n = 0;
     struct conn *c = store_reader(st, err);
     sqlite3_stmt *s = c ? STMT(c, D_SNS_DUE, err) : NULL;
-    if (!s)
-        return -1;
-    bind_int(s, ":now", now);
-    bind_int(s, ":limit", limit);
-    *out = xcalloc((size_t)limit, sizeof(**out));
-    int rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        struct sns_pending *p = XNEW(struct sns_pending);
-        p->trigger_pk = col_int(s, 0);
-        p->topic_arn = xstrdup(col_text(s, 1));
-        p->subscribe_url = xstrdup(col_text(s, 2));
-        p->attempts = (int)col_int(s, 3);
-        (*out)[(*n)++] = p;
+    if (s) {
+        bind_int(s, ":now", now);
+        bind_int(s, ":limit", limit);
     }
-    sqlite3_reset(s);
-    if (rc != SQLITE_DONE) {
-        sns_pendings_free(*out, *n);
-        *out = NULL;
-        *n = 0;
-        return sql_fail(c, err, "reading SNS subscriptions");
-    }
-    return 0;
+    return sql_array(c, s, "reading SNS subscriptions", sizeof(**out), sns_fill, sns_drop, out, n,
+                     err);
 }
 
 void sns_pendings_free(struct sns_pending **p, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
-        free(p[i]->topic_arn);
-        free(p[i]->subscribe_url);
-        free(p[i]);
-    }
+    for (size_t i = 0; i < n; i++)
+        sns_drop(&p[i]);
     free(p);
 }
 
@@ -466,32 +460,26 @@ int store_sns_result(struct store *st, int64_t trigger_pk, const char *topic_arn
     return store_write_wait(st, apply_sns, &op, err);
 }
 
+static json_t *sns_json(void *ctx, sqlite3_stmt *s, struct err *err)
+{
+    (void)ctx, (void)err;
+    json_t *o = json_pack("{s:s,s:s,s:s}", "topic_arn", col_text(s, 0), "state", col_text(s, 1),
+                          "subscribe_url", col_text(s, 2));
+    jsonx_set_str(o, "subscription_arn", *col_text(s, 3) ? col_text(s, 3) : NULL);
+    jsonx_set_str(o, "error", *col_text(s, 4) ? col_text(s, 4) : NULL);
+    json_object_set_new(o, "attempts", json_integer(col_int(s, 5)));
+    jsonx_set_time(o, "updated_at", col_int(s, 6));
+    jsonx_set_time(o, "confirmed_at", col_int(s, 7));
+    return o;
+}
+
 json_t *store_sns_list(struct store *st, int64_t trigger_pk, struct err *err)
 {
     struct conn *c = store_reader(st, err);
     sqlite3_stmt *s = c ? STMT(c, D_SNS_LIST, err) : NULL;
-    if (!s)
-        return NULL;
-    bind_int(s, ":trigger_pk", trigger_pk);
-    json_t *items = json_array();
-    int rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        json_t *o = json_pack("{s:s,s:s,s:s}", "topic_arn", col_text(s, 0), "state", col_text(s, 1),
-                              "subscribe_url", col_text(s, 2));
-        jsonx_set_str(o, "subscription_arn", *col_text(s, 3) ? col_text(s, 3) : NULL);
-        jsonx_set_str(o, "error", *col_text(s, 4) ? col_text(s, 4) : NULL);
-        json_object_set_new(o, "attempts", json_integer(col_int(s, 5)));
-        jsonx_set_time(o, "updated_at", col_int(s, 6));
-        jsonx_set_time(o, "confirmed_at", col_int(s, 7));
-        json_array_append_new(items, o);
-    }
-    sqlite3_reset(s);
-    if (rc != SQLITE_DONE) {
-        json_decref(items);
-        sql_fail(c, err, "listing SNS subscriptions");
-        return NULL;
-    }
-    return items;
+    if (s)
+        bind_int(s, ":trigger_pk", trigger_pk);
+    return sql_json_rows(c, s, "listing SNS subscriptions", sns_json, NULL, err);
 }
 
 struct prune_op {

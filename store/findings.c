@@ -227,24 +227,20 @@ static json_t *col_json(sqlite3_stmt *s, int i)
     return v ? v : json_null();
 }
 
+static json_t *finding_json(void *ctx, sqlite3_stmt *s, struct err *err)
+{
+    (void)ctx, (void)err;
+    return col_json(s, 0);
+}
+
 static json_t *findings_of(struct conn *c, int64_t pk, int attempt, struct err *err)
 {
     sqlite3_stmt *s = STMT(c, F_LIST, err);
-    if (!s)
-        return NULL;
-    bind_int(s, ":pk", pk);
-    bind_int(s, ":attempt", attempt);
-    json_t *arr = json_array();
-    int rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW)
-        json_array_append_new(arr, col_json(s, 0));
-    sqlite3_reset(s);
-    if (rc != SQLITE_DONE) {
-        json_decref(arr);
-        sql_fail(c, err, "reading findings");
-        return NULL;
+    if (s) {
+        bind_int(s, ":pk", pk);
+        bind_int(s, ":attempt", attempt);
     }
-    return arr;
+    return sql_json_rows(c, s, "reading findings", finding_json, NULL, err);
 }
 
 json_t *store_diag_get(struct store *st, int64_t job_pk, int attempt, struct err *err)
@@ -286,26 +282,20 @@ json_t *store_diag_get(struct store *st, int64_t job_pk, int attempt, struct err
     return o;
 }
 
+static json_t *attempt_json(void *ctx, sqlite3_stmt *s, struct err *err)
+{
+    (void)ctx, (void)err;
+    return json_pack("{s:I,s:o,s:o}", "attempt", (json_int_t)col_int(s, 0), "summary",
+                     col_json(s, 1), "decision", col_json(s, 2));
+}
+
 json_t *store_diag_attempts(struct store *st, int64_t job_pk, struct err *err)
 {
     struct conn *c = store_reader(st, err);
     sqlite3_stmt *s = c ? STMT(c, D_ATTEMPTS, err) : NULL;
-    if (!s)
-        return NULL;
-    bind_int(s, ":pk", job_pk);
-    json_t *arr = json_array();
-    int rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW)
-        json_array_append_new(arr,
-                              json_pack("{s:I,s:o,s:o}", "attempt", (json_int_t)col_int(s, 0),
-                                        "summary", col_json(s, 1), "decision", col_json(s, 2)));
-    sqlite3_reset(s);
-    if (rc != SQLITE_DONE) {
-        json_decref(arr);
-        sql_fail(c, err, "reading diagnoses");
-        return NULL;
-    }
-    return arr;
+    if (s)
+        bind_int(s, ":pk", job_pk);
+    return sql_json_rows(c, s, "reading diagnoses", attempt_json, NULL, err);
 }
 
 int store_diag_progress(struct store *st, int64_t job_pk, json_t **progress, bool *stalled,
@@ -331,6 +321,18 @@ int store_diag_progress(struct store *st, int64_t job_pk, json_t **progress, boo
     return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : sql_fail(c, err, "reading progress");
 }
 
+static json_t *node_finding_json(void *ctx, sqlite3_stmt *s, struct err *err)
+{
+    (void)ctx, (void)err;
+    json_t *body = col_json(s, 4);
+    json_t *o = json_pack("{s:s,s:I,s:s}", "job_id", col_text(s, 0), "attempt",
+                          (json_int_t)col_int(s, 1), "kind", col_text(s, 2));
+    jsonx_set_time(o, "time", col_int(s, 3));
+    jsonx_set_str(o, "summary", jsonx_str(body, "summary"));
+    json_decref(body);
+    return o;
+}
+
 json_t *store_findings_on_node(struct store *st, const char *node, int64_t since, int limit,
                                struct err *err)
 {
@@ -341,22 +343,5 @@ json_t *store_findings_on_node(struct store *st, const char *node, int64_t since
     bind_text(s, ":node", node);
     bind_int(s, ":since", since);
     bind_int(s, ":limit", limit);
-    json_t *arr = json_array();
-    int rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        json_t *body = col_json(s, 4);
-        json_t *o = json_pack("{s:s,s:I,s:s}", "job_id", col_text(s, 0), "attempt",
-                              (json_int_t)col_int(s, 1), "kind", col_text(s, 2));
-        jsonx_set_time(o, "time", col_int(s, 3));
-        jsonx_set_str(o, "summary", jsonx_str(body, "summary"));
-        json_decref(body);
-        json_array_append_new(arr, o);
-    }
-    sqlite3_reset(s);
-    if (rc != SQLITE_DONE) {
-        json_decref(arr);
-        sql_fail(c, err, "reading findings of a node");
-        return NULL;
-    }
-    return arr;
+    return sql_json_rows(c, s, "reading findings of a node", node_finding_json, NULL, err);
 }

@@ -8,6 +8,7 @@
 #ifndef TY_STORE_INTERNAL_H
 #define TY_STORE_INTERNAL_H
 
+#include <jansson.h>
 #include <sqlite3.h>
 
 #include "store/store.h"
@@ -30,6 +31,10 @@ enum store_module {
     MOD_RENDEZVOUS,
     MOD_MISC,
     MOD_FINDINGS,
+    MOD_POLICIES,
+    MOD_QUEUES,
+    MOD_USAGE,
+    MOD_USAGE_READS,
     MOD_WRITER,
     MOD_COUNT
 };
@@ -60,6 +65,41 @@ int sql_step_one(struct conn *c, sqlite3_stmt *s, struct err *err, const char *n
                  const char *key);
 /* Runs SQL text (no parameters) on c. */
 int sql_exec(struct conn *c, const char *sql, struct err *err);
+
+/* The read loop (rows.c): every statement in store/ that yields several rows is stepped through
+ * these. Each takes s NULL (a stmt() that failed, err set) and then returns -1 or NULL; s comes
+ * back reset. A failed step is reported as sql_fail(c, err, what). */
+
+/* One row: 0 to go on, 1 to stop here (not a failure), -1 with err set to fail the loop. The
+ * row's columns are borrowed until it returns. */
+typedef int (*sql_row_fn)(void *ctx, sqlite3_stmt *s, struct err *err);
+/* Calls row(ctx, s, err) on each row of s. 0, or -1 with row's error or SQLite's. */
+int sql_rows(struct conn *c, sqlite3_stmt *s, const char *what, sql_row_fn row, void *ctx,
+             struct err *err);
+
+/* Writes one element (zeroed before) from the row; copies what it keeps of the columns. */
+typedef void (*sql_fill_fn)(void *elem, sqlite3_stmt *s);
+/* Releases what fill put in one element (not the element itself). */
+typedef void (*sql_drop_fn)(void *elem);
+/* The one row of s filled into out (its slot untouched when none): 0, or -1 with ERR_NOT_FOUND
+ * "no <noun> '<key>'" or SQLite's error, as sql_step_one. */
+int sql_one(struct conn *c, sqlite3_stmt *s, const char *noun, const char *key, sql_fill_fn fill,
+            void *out, struct err *err);
+/* The rows of s as a heap array of *n elements of `size` bytes each, one per row, made by fill.
+ * out is the address of the caller's array pointer (`T **` for an array of T); the caller frees
+ * the array. NULL and 0 when there are no rows, and on failure, when what was made is dropped
+ * (drop may be NULL when fill keeps nothing). */
+int sql_array(struct conn *c, sqlite3_stmt *s, const char *what, size_t size, sql_fill_fn fill,
+              sql_drop_fn drop, void *out, size_t *n, struct err *err);
+/* A fill for an array of int64_t: the row's first column. */
+void sql_fill_int(void *elem, sqlite3_stmt *s);
+
+/* One row as JSON (a new reference), or NULL with err set to fail; NULL without an error leaves
+ * the row out (as json_pack's NULL for text that is not UTF-8 always has). */
+typedef json_t *(*sql_json_fn)(void *ctx, sqlite3_stmt *s, struct err *err);
+/* The rows of s as a JSON array (new reference) of what to_json makes of each; NULL with err. */
+json_t *sql_json_rows(struct conn *c, sqlite3_stmt *s, const char *what, sql_json_fn to_json,
+                      void *ctx, struct err *err);
 
 /* Binds by name (":name"); a missing parameter is a bug and aborts in debug builds. Text and
  * blobs are not copied (a copy and an allocation per value were a tenth of the writer's work on a
@@ -116,10 +156,22 @@ struct audit_entry;
 /* After a committed write that can end a token (revocation, a job deleted with its tokens). */
 void store_tokens_changed(struct store *st);
 int audit_insert(struct conn *c, const struct audit_entry *e, struct err *err);
+/* The same for a change to a stored definition: action "<noun>.<verb>", target "<noun>/<key>"
+ * ("trigger.update" on "trigger/<id>"); actor and request_id may be NULL. */
+int audit_change(struct conn *c, const char *noun, const char *verb, const char *key,
+                 const char *actor, const char *request_id, struct err *err);
+/* Steps s, a DELETE of one <noun> by :id (bound here), and audits "<noun>.delete": ERR_NOT_FOUND
+ * when there was none. s NULL (stmt() failed, err set): -1. */
+int delete_audited(struct conn *c, sqlite3_stmt *s, const char *noun, const char *id,
+                   const char *actor, const char *request_id, struct err *err);
 
 /* Appends an event to a job's timeline (job_update.c); runs inside a write. */
 struct job_event;
 int event_insert(struct conn *c, int64_t pk, const struct job_event *e, int64_t now,
                  struct err *err);
+
+/* Records a rank's run inside the write that records its end (usage.c; store/usage.h). */
+struct usage_run;
+int usage_record_run(struct conn *c, int64_t pk, const struct usage_run *r, struct err *err);
 
 #endif

@@ -21,7 +21,10 @@ static const char *const sql[] = {
     [U_EVENT] = "INSERT OR IGNORE INTO events"
                 " (job_pk, seq, time, type, reason, message, rank, source, ext_id)"
                 " VALUES (:pk, (SELECT coalesce(max(seq), 0) + 1 FROM events WHERE job_pk = :pk),"
-                " :time, :type, :reason, :message, :rank, :source, :ext_id)",
+                /* times never go back in seq order: a report that arrives late (a rank's
+                 * exit read after another's) is stamped no earlier than the event before */
+                " max(:time, (SELECT coalesce(max(time), 0) FROM events WHERE job_pk = :pk)),"
+                " :type, :reason, :message, :rank, :source, :ext_id)",
     [U_STATE_OF] = "SELECT state FROM jobs WHERE pk = :pk",
     [U_SET_STATE] = "UPDATE jobs SET state = :state, reason = :reason, message = :message,"
                     " started_at = CASE WHEN :running AND started_at = 0 THEN :now"
@@ -207,6 +210,9 @@ static int apply_update(struct conn *c, void *arg, struct err *err)
     for (size_t i = 0; i < u->nevents; i++)
         if (event_insert(c, u->pk, &u->events[i], u->now, err) < 0)
             return -1;
+    /* usage: the rank's run is counted with its end, after the rank row has its times */
+    if (u->usage && usage_record_run(c, u->pk, u->usage, err) < 0)
+        return -1;
     return 0;
 }
 
@@ -218,36 +224,31 @@ int store_job_update(struct store *st, const struct job_update *u, struct err *e
     return store_write_wait(st, apply_update, &copy, err);
 }
 
+static json_t *event_json(void *ctx, sqlite3_stmt *s, struct err *err)
+{
+    (void)ctx, (void)err;
+    json_t *e = json_object();
+    char ts[CLOCK_RFC3339_MAX];
+    json_object_set_new(e, "seq", json_integer(col_int(s, 0)));
+    json_object_set_new(e, "time", json_string(clock_format(col_int(s, 1), ts)));
+    json_object_set_new(e, "type", json_string(col_text(s, 2)));
+    json_object_set_new(e, "reason", json_string(col_text(s, 3)));
+    json_object_set_new(e, "message", json_string(col_text(s, 4)));
+    json_object_set_new(e, "rank",
+                        sqlite3_column_type(s, 5) == SQLITE_NULL ? json_null()
+                                                                 : json_integer(col_int(s, 5)));
+    json_object_set_new(e, "source", json_string(col_text(s, 6)));
+    return e;
+}
+
 json_t *store_events_list(struct store *st, int64_t pk, int64_t after, int limit, struct err *err)
 {
     struct conn *c = store_reader(st, err);
     sqlite3_stmt *s = c ? STMT(c, U_EVENTS, err) : NULL;
-    if (!s)
-        return NULL;
-    bind_int(s, ":pk", pk);
-    bind_int(s, ":after", after);
-    bind_int(s, ":limit", limit);
-    json_t *arr = json_array();
-    int rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        json_t *e = json_object();
-        char ts[CLOCK_RFC3339_MAX];
-        json_object_set_new(e, "seq", json_integer(col_int(s, 0)));
-        json_object_set_new(e, "time", json_string(clock_format(col_int(s, 1), ts)));
-        json_object_set_new(e, "type", json_string(col_text(s, 2)));
-        json_object_set_new(e, "reason", json_string(col_text(s, 3)));
-        json_object_set_new(e, "message", json_string(col_text(s, 4)));
-        json_object_set_new(e, "rank",
-                            sqlite3_column_type(s, 5) == SQLITE_NULL ? json_null()
-                                                                     : json_integer(col_int(s, 5)));
-        json_object_set_new(e, "source", json_string(col_text(s, 6)));
-        json_array_append_new(arr, e);
+    if (s) {
+        bind_int(s, ":pk", pk);
+        bind_int(s, ":after", after);
+        bind_int(s, ":limit", limit);
     }
-    sqlite3_reset(s);
-    if (rc != SQLITE_DONE) {
-        json_decref(arr);
-        sql_fail(c, err, "reading events");
-        return NULL;
-    }
-    return arr;
+    return sql_json_rows(c, s, "reading events", event_json, NULL, err);
 }

@@ -14,7 +14,17 @@
 
 #define JOB_COLS                                                                                   \
     "pk, id, name, executor, state, reason, message, priority, queue, nranks, spec, owner, "       \
-    "attempt, desired, first_failure, exec_state, created_at, started_at, finished_at, updated_at"
+    "attempt, desired, first_failure, exec_state, created_at, started_at, finished_at, "           \
+    "updated_at, "                                                                                 \
+    "owner_id"
+
+/* JOB_COLS with the spec's size in place of the spec (struct job_filter's spec_size_only). */
+#define JOB_COLS_SIZE                                                                              \
+    "pk, id, name, executor, state, reason, message, priority, queue, nranks, "                    \
+    "json_object('nodes', json_extract(spec, '$.nodes'), 'procs_per_node', "                       \
+    "json_extract(spec, '$.procs_per_node'), 'resources', json_extract(spec, '$.resources')), "    \
+    "owner, attempt, desired, first_failure, exec_state, created_at, started_at, finished_at, "    \
+    "updated_at"
 
 enum {
     J_INSERT,
@@ -29,15 +39,16 @@ enum {
     J_LABELS,
     J_DELETE,
     J_IN_FLIGHT,
-    J_RUNNABLE,
     J_COUNT,
+    J_SUSPENSIONS,
 };
 
 static const char *const sql[] = {
     [J_INSERT] = "INSERT INTO jobs (id, name, executor, state, reason, message, priority, queue,"
-                 " nranks, spec, owner, desired, created_at, updated_at)"
-                 " VALUES (:id, :name, :executor, 'queued', :reason, :message, :priority, :queue,"
-                 " :nranks, :spec, :owner, :desired, :now, :now)",
+                 " nranks, gpus, deadline_seconds, spec, owner, owner_id, desired, created_at,"
+                 " updated_at) VALUES (:id, :name, :executor, 'queued', :reason, :message,"
+                 " :priority, :queue, :nranks, :gpus, :deadline, :spec, :owner, :owner_id,"
+                 " :desired, :now, :now)",
     [J_LABEL] = "INSERT INTO job_labels (job_pk, key, value) VALUES (:pk, :key, :value)",
     [J_RANK] = "INSERT INTO ranks (job_pk, rank, state) VALUES (:pk, :rank, 'pending')",
     [J_IDEM_GET] =
@@ -55,21 +66,28 @@ static const char *const sql[] = {
                  " ('succeeded', 'failed', 'cancelled', 'preempted')",
     [J_IN_FLIGHT] = "SELECT " JOB_COLS " FROM jobs WHERE state IN"
                     " ('starting', 'running', 'restarting', 'cancelling') ORDER BY pk",
-    /* INDEXED BY: without statistics SQLite would scan every queued job by state. */
-    [J_RUNNABLE] = "SELECT " JOB_COLS " FROM jobs INDEXED BY jobs_runnable"
-                   " WHERE state = 'queued' AND desired = 'run'"
-                   " ORDER BY priority DESC, pk LIMIT :limit",
     [J_COUNT] = "SELECT state, count(*) FROM jobs GROUP BY state",
+    [J_SUSPENSIONS] = "SELECT count(*) FROM events WHERE job_pk = :pk"
+                      " AND type = 'queued' AND reason IN ('Suspended', 'Requeued')",
 };
 
 #define STMT(c, i, err) stmt((c), MOD_JOBS, (i), sql[(i)], (err))
+
+/* Idempotency keys are the submitter's: its token id, so that a new token with a revoked one's
+ * name does not replay (and learn) the old one's jobs; the name for submitters without a token
+ * (triggers, auth off). */
+static const char *idem_owner(const struct job_new *jn)
+{
+    return jn->owner_id && jn->owner_id[0] ? jn->owner_id : jn->owner ? jn->owner : "";
+}
 
 static char *dup_col(sqlite3_stmt *s, int i)
 {
     return xstrdup(col_text(s, i));
 }
 
-static struct job *job_from_row(sqlite3_stmt *s)
+/* Fills a slot of a job list (a `struct job *`) from a row of JOB_COLS. */
+static void job_fill(void *slot, sqlite3_stmt *s)
 {
     struct job *j = XNEW(struct job);
     j->pk = col_int(s, 0);
@@ -93,7 +111,8 @@ static struct job *job_from_row(sqlite3_stmt *s)
     j->started_at = col_int(s, 17);
     j->finished_at = col_int(s, 18);
     j->updated_at = col_int(s, 19);
-    return j;
+    j->owner_id = dup_col(s, 20);
+    *(struct job **)slot = j;
 }
 
 void job_free(struct job *j)
@@ -108,10 +127,16 @@ void job_free(struct job *j)
     free(j->queue);
     free(j->spec);
     free(j->owner);
+    free(j->owner_id);
     free(j->desired);
     free(j->first_failure);
     free(j->exec_state);
     free(j);
+}
+
+static void job_drop(void *slot)
+{
+    job_free(*(struct job **)slot);
 }
 
 void jobs_free(struct job **jobs, size_t n)
@@ -128,7 +153,7 @@ static int idempotency_check(struct conn *c, const struct job_new *jn, struct jo
     sqlite3_stmt *s = STMT(c, J_IDEM_GET, err);
     if (!s)
         return -1;
-    bind_text(s, ":owner", jn->owner);
+    bind_text(s, ":owner", idem_owner(jn));
     bind_text(s, ":key", jn->idempotency_key);
     int rc = sqlite3_step(s);
     if (rc == SQLITE_DONE)
@@ -208,8 +233,11 @@ static int apply_insert(struct conn *c, void *arg, struct err *err)
     bind_int(s, ":priority", jn->priority);
     bind_text(s, ":queue", jn->queue ? jn->queue : "");
     bind_int(s, ":nranks", jn->nranks);
+    bind_int(s, ":gpus", jn->gpus_per_rank);
+    bind_int(s, ":deadline", jn->deadline_seconds);
     bind_text(s, ":spec", jn->spec);
     bind_text(s, ":owner", jn->owner ? jn->owner : "");
+    bind_text(s, ":owner_id", jn->owner_id ? jn->owner_id : "");
     bind_text(s, ":desired", jn->hold ? "hold" : "run");
     bind_int(s, ":now", jn->now);
     if (sql_exec_stmt(c, s, err, "storing the job") < 0)
@@ -232,7 +260,7 @@ static int apply_insert(struct conn *c, void *arg, struct err *err)
     s = STMT(c, J_IDEM_PUT, err);
     if (!s)
         return -1;
-    bind_text(s, ":owner", jn->owner);
+    bind_text(s, ":owner", idem_owner(jn));
     bind_text(s, ":key", jn->idempotency_key);
     bind_text(s, ":hash", jn->body_hash);
     bind_int(s, ":pk", pk);
@@ -284,7 +312,7 @@ static struct job *get_one(struct store *st, int which, const char *id, int64_t 
     int rc = sqlite3_step(s);
     struct job *j = NULL;
     if (rc == SQLITE_ROW)
-        j = job_from_row(s);
+        job_fill(&j, s);
     else if (rc == SQLITE_DONE)
         err_set(err, ERR_NOT_FOUND, "no job %s", id ? id : "with that key");
     else
@@ -303,70 +331,65 @@ struct job *store_job_get_pk(struct store *st, int64_t pk, struct err *err)
     return get_one(st, J_GET_PK, NULL, pk, err);
 }
 
+static void rank_fill(void *elem, sqlite3_stmt *s)
+{
+    struct rank *r = elem;
+    r->rank = (int)col_int(s, 0);
+    if (rankstate_parse(col_text(s, 1), &r->state) < 0)
+        r->state = RANK_LOST;
+    r->pid = (int)col_int(s, 2);
+    r->node = dup_col(s, 3);
+    r->pod = dup_col(s, 4);
+    r->exit_code = sqlite3_column_type(s, 5) == SQLITE_NULL ? -1 : (int)col_int(s, 5);
+    r->signal = (int)col_int(s, 6);
+    r->restarts = (int)col_int(s, 7);
+    r->reason = dup_col(s, 8);
+    r->message = dup_col(s, 9);
+    r->started_at = col_int(s, 10);
+    r->finished_at = col_int(s, 11);
+}
+
+static void rank_drop(void *elem)
+{
+    struct rank *r = elem;
+    free(r->node);
+    free(r->pod);
+    free(r->reason);
+    free(r->message);
+}
+
 int store_ranks_get(struct store *st, int64_t pk, struct rank **out, size_t *n, struct err *err)
 {
-    *out = NULL;
-    *n = 0;
     struct conn *c = store_reader(st, err);
     sqlite3_stmt *s = c ? STMT(c, J_RANKS, err) : NULL;
-    if (!s)
-        return -1;
-    bind_int(s, ":pk", pk);
-    size_t cap = 0;
-    int rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        XGROW(*out, *n, cap);
-        struct rank *r = &(*out)[(*n)++];
-        r->rank = (int)col_int(s, 0);
-        if (rankstate_parse(col_text(s, 1), &r->state) < 0)
-            r->state = RANK_LOST;
-        r->pid = (int)col_int(s, 2);
-        r->node = dup_col(s, 3);
-        r->pod = dup_col(s, 4);
-        r->exit_code = sqlite3_column_type(s, 5) == SQLITE_NULL ? -1 : (int)col_int(s, 5);
-        r->signal = (int)col_int(s, 6);
-        r->restarts = (int)col_int(s, 7);
-        r->reason = dup_col(s, 8);
-        r->message = dup_col(s, 9);
-        r->started_at = col_int(s, 10);
-        r->finished_at = col_int(s, 11);
-    }
-    sqlite3_reset(s);
-    if (rc != SQLITE_DONE) {
-        ranks_free(*out, *n);
-        *out = NULL;
-        *n = 0;
-        return sql_fail(c, err, "reading ranks");
-    }
-    return 0;
+    if (s)
+        bind_int(s, ":pk", pk);
+    return sql_array(c, s, "reading ranks", sizeof(**out), rank_fill, rank_drop, out, n, err);
 }
 
 void ranks_free(struct rank *ranks, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
-        free(ranks[i].node);
-        free(ranks[i].pod);
-        free(ranks[i].reason);
-        free(ranks[i].message);
-    }
+    for (size_t i = 0; i < n; i++)
+        rank_drop(&ranks[i]);
     free(ranks);
+}
+
+static int label_row(void *obj, sqlite3_stmt *s, struct err *err)
+{
+    (void)err;
+    json_object_set_new(obj, col_text(s, 0), json_string(col_text(s, 1)));
+    return 0;
 }
 
 json_t *store_job_labels(struct store *st, int64_t pk, struct err *err)
 {
     struct conn *c = store_reader(st, err);
     sqlite3_stmt *s = c ? STMT(c, J_LABELS, err) : NULL;
-    if (!s)
-        return NULL;
-    bind_int(s, ":pk", pk);
+    if (s)
+        bind_int(s, ":pk", pk);
     json_t *obj = json_object();
-    int rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW)
-        json_object_set_new(obj, col_text(s, 0), json_string(col_text(s, 1)));
-    sqlite3_reset(s);
-    if (rc != SQLITE_DONE) {
+    if (sql_rows(c, s, "reading labels", label_row, obj, err) < 0) {
         json_decref(obj);
-        sql_fail(c, err, "reading labels");
         return NULL;
     }
     return obj;
@@ -395,7 +418,8 @@ static void label_clause(struct buf *q, const struct label_req *l, const char **
 /* Builds the list query; text parameters are collected in binds, in order. */
 static void list_query(struct buf *q, const struct job_filter *f, const char ***binds, size_t *nb)
 {
-    buf_puts(q, "SELECT " JOB_COLS " FROM jobs WHERE 1");
+    buf_puts(q, f->spec_size_only ? "SELECT " JOB_COLS_SIZE " FROM jobs WHERE 1"
+                                  : "SELECT " JOB_COLS " FROM jobs WHERE 1");
     if (f->nstates) {
         buf_puts(q, " AND state IN (");
         for (size_t i = 0; i < f->nstates; i++)
@@ -422,21 +446,7 @@ static void list_query(struct buf *q, const struct job_filter *f, const char ***
 static int collect_jobs(struct conn *c, sqlite3_stmt *s, struct job ***out, size_t *n,
                         struct err *err)
 {
-    size_t cap = 0;
-    int rc;
-    *out = NULL;
-    *n = 0;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        XGROW(*out, *n, cap);
-        (*out)[(*n)++] = job_from_row(s);
-    }
-    if (rc != SQLITE_DONE) {
-        jobs_free(*out, *n);
-        *out = NULL;
-        *n = 0;
-        return sql_fail(c, err, "listing jobs");
-    }
-    return 0;
+    return sql_array(c, s, "listing jobs", sizeof(**out), job_fill, job_drop, out, n, err);
 }
 
 int store_job_list(struct store *st, const struct job_filter *f, struct job ***out, size_t *n,
@@ -474,23 +484,16 @@ int store_jobs_in_flight(struct store *st, struct job ***out, size_t *n, struct 
 {
     struct conn *c = store_reader(st, err);
     sqlite3_stmt *s = c ? STMT(c, J_IN_FLIGHT, err) : NULL;
-    if (!s)
-        return -1;
-    int rc = collect_jobs(c, s, out, n, err);
-    sqlite3_reset(s);
-    return rc;
+    return collect_jobs(c, s, out, n, err);
 }
 
-int store_jobs_runnable(struct store *st, int limit, struct job ***out, size_t *n, struct err *err)
+static int count_row(void *counts, sqlite3_stmt *s, struct err *err)
 {
-    struct conn *c = store_reader(st, err);
-    sqlite3_stmt *s = c ? STMT(c, J_RUNNABLE, err) : NULL;
-    if (!s)
-        return -1;
-    bind_int(s, ":limit", limit);
-    int rc = collect_jobs(c, s, out, n, err);
-    sqlite3_reset(s);
-    return rc;
+    (void)err;
+    enum job_state state;
+    if (jobstate_parse(col_text(s, 0), &state) == 0)
+        ((int64_t *)counts)[state] = col_int(s, 1);
+    return 0;
 }
 
 int store_jobs_count_by_state(struct store *st, int64_t counts[JOB_STATE_COUNT], struct err *err)
@@ -498,16 +501,7 @@ int store_jobs_count_by_state(struct store *st, int64_t counts[JOB_STATE_COUNT],
     memset(counts, 0, sizeof(int64_t) * JOB_STATE_COUNT);
     struct conn *c = store_reader(st, err);
     sqlite3_stmt *s = c ? STMT(c, J_COUNT, err) : NULL;
-    if (!s)
-        return -1;
-    int rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        enum job_state state;
-        if (jobstate_parse(col_text(s, 0), &state) == 0)
-            counts[state] = col_int(s, 1);
-    }
-    sqlite3_reset(s);
-    return rc == SQLITE_DONE ? 0 : sql_fail(c, err, "counting jobs");
+    return sql_rows(c, s, "counting jobs", count_row, counts, err);
 }
 
 static int apply_delete(struct conn *c, void *arg, struct err *err)
@@ -531,4 +525,21 @@ int store_job_delete(struct store *st, int64_t pk, struct err *err)
         logcache_drop(store_logcache(st), pk);
     store_tokens_changed(st); /* its worker tokens went with it */
     return rc;
+}
+
+int store_job_suspensions(struct store *st, int64_t pk)
+{
+    struct err err;
+    err_init(&err);
+    struct conn *c = store_reader(st, &err);
+    sqlite3_stmt *s = c ? STMT(c, J_SUSPENSIONS, &err) : NULL;
+    int n = 0;
+    if (s) {
+        bind_int(s, ":pk", pk);
+        if (sqlite3_step(s) == SQLITE_ROW)
+            n = (int)col_int(s, 0);
+        sqlite3_reset(s);
+    }
+    err_release(&err);
+    return n;
 }

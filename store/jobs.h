@@ -30,7 +30,8 @@ struct job {
     char *queue;
     int nranks;
     char *spec;          /* canonical JSON text */
-    char *owner;         /* name of the token that submitted it */
+    char *owner;         /* name of the token that submitted it, "trigger/<name>": shown */
+    char *owner_id;      /* id of that token, which owns the job; "" when no token did */
     int attempt;         /* restarts of the whole job so far */
     char *desired;       /* "run", "cancel" or "hold" */
     char *first_failure; /* JSON text or NULL */
@@ -64,10 +65,13 @@ struct job_new {
     const char *executor;
     const char *spec; /* canonical JSON */
     int nranks;
+    int gpus_per_rank;        /* resources.gpus: what the scheduler reads (store/queues.h) */
+    int64_t deadline_seconds; /* deadline_seconds, the bound on its run; 0: none */
     int priority;
     const char *queue;
-    const char *owner;
-    bool hold; /* suspend: stays queued until resumed */
+    const char *owner;    /* shown: the token's name, "trigger/<name>" */
+    const char *owner_id; /* the token's id: who may change the job; NULL or "": none */
+    bool hold;            /* suspend: stays queued until resumed */
     const struct label *labels;
     size_t nlabels;
     const char *idempotency_key; /* NULL: none */
@@ -120,6 +124,9 @@ struct job_filter {
     const char *executor; /* NULL: any */
     int64_t before_pk;    /* cursor: jobs older than this; 0 = from the newest */
     int limit;
+    /* true: each job's spec member holds only its size, {"nodes","procs_per_node",
+     * "resources"}, extracted by SQLite (a page then never holds whole specs in memory). */
+    bool spec_size_only;
 };
 
 /* Lists jobs newest first. *out holds n jobs (caller frees each with job_free and the array with
@@ -156,6 +163,8 @@ struct rank_change {
     int64_t finished_at;
 };
 
+struct usage_run;
+
 struct job_event {
     const char *type; /* "accepted", "running", "rank_exited", a Kubernetes reason, ... */
     const char *reason;
@@ -185,6 +194,9 @@ struct job_update {
     size_t nranks;
     const struct job_event *events;
     size_t nevents;
+    /* usage: a rank's run that ended with this change, recorded in the same transaction
+     * (store/usage.h); NULL: none. */
+    const struct usage_run *usage;
     int64_t now;
 };
 
@@ -200,8 +212,10 @@ int store_job_delete(struct store *st, int64_t pk, struct err *err);
 
 /* Jobs that may have live ranks (starting, running, restarting, cancelling), oldest first. */
 int store_jobs_in_flight(struct store *st, struct job ***out, size_t *n, struct err *err);
-/* Queued jobs ready to start (not suspended), best first: priority, then age. At most limit. */
-int store_jobs_runnable(struct store *st, int limit, struct job ***out, size_t *n, struct err *err);
+
+/* Attempts of the job that ended because it was suspended or requeued (they spend none of
+ * its restarts); 0 when unknown. */
+int store_job_suspensions(struct store *st, int64_t pk);
 
 /* Counts of jobs by state (index = enum job_state), for /metrics. */
 int store_jobs_count_by_state(struct store *st, int64_t counts[JOB_STATE_COUNT], struct err *err);

@@ -17,7 +17,7 @@ struct cline {
 };
 
 struct csource {
-    int src, rank, pid;
+    int src, rank, pid, attempt;
     char *pod;
 };
 
@@ -118,6 +118,7 @@ static void add_sources(struct cjob *j, const struct log_source_new *s, size_t n
             (struct csource){ .src = s[i].src,
                               .rank = s[i].rank,
                               .pid = s[i].pid,
+                              .attempt = s[i].attempt,
                               .pod = s[i].pod && s[i].pod[0] ? xstrdup(s[i].pod) : NULL };
     }
 }
@@ -245,6 +246,7 @@ int logcache_read(struct logcache *lc, int64_t job_pk, const struct log_query *q
                               .len = c->len,
                               .rank = src->rank,
                               .pid = src->pid,
+                              .attempt = src->attempt,
                               .pod = src->pod };
         stats->lines_scanned++;
         stats->max_seq = c->seq;

@@ -4,7 +4,8 @@
  * comes from here without touching SQLite, so a hundred followers cost a hundred copies, not a
  * hundred transactions. Only committed lines enter; reads that reach back further than the
  * cache holds go to the store. Internal to store/ (store_logs_append fills it, store_logs_read
- * reads it). Thread-safe: one mutex.
+ * reads it; tests/unit/test_logcache.c checks its answers against SQLite's). Thread-safe: one
+ * mutex.
  */
 #ifndef TY_LOGCACHE_H
 #define TY_LOGCACHE_H

@@ -1,8 +1,9 @@
 /*
  * store/logread: reading a job's lines with filters, forward from a sequence number or
  * backward for the last N. Blocks are skipped without being read when their rank set, time
- * range or Bloom filter rules them out. Runs in one read transaction on the caller's
- * connection.
+ * range or Bloom filter rules them out (an attempt is a filter on lines: each line's source
+ * says its attempt, blocks do not). Runs in one read transaction on the caller's connection,
+ * unless the newest lines asked for are all in the log cache (logcache.h).
  */
 #include "core/xalloc.h"
 #include "store/internal.h"
@@ -54,26 +55,29 @@ struct reader {
     size_t ring_n, ring_head;
 };
 
+static int source_row(void *ctx, sqlite3_stmt *s, struct err *err)
+{
+    (void)err;
+    struct reader *r = ctx;
+    size_t src = (size_t)col_int(s, 0);
+    if (src >= r->nsources) {
+        r->sources = xrealloc(r->sources, (src + 1) * sizeof(*r->sources));
+        memset(r->sources + r->nsources, 0, (src + 1 - r->nsources) * sizeof(*r->sources));
+        r->nsources = src + 1;
+    }
+    r->sources[src].rank = (int)col_int(s, 1);
+    r->sources[src].pod = col_text(s, 2)[0] ? xstrdup(col_text(s, 2)) : NULL;
+    r->sources[src].pid = (int)col_int(s, 3);
+    r->sources[src].attempt = (int)col_int(s, 4);
+    return 0;
+}
+
 static int load_sources(struct reader *r, struct err *err)
 {
     sqlite3_stmt *s = STMT(r->c, R_SOURCES, err);
-    if (!s)
-        return -1;
-    bind_int(s, ":pk", r->pk);
-    while (sqlite3_step(s) == SQLITE_ROW) {
-        size_t src = (size_t)col_int(s, 0);
-        if (src >= r->nsources) {
-            r->sources = xrealloc(r->sources, (src + 1) * sizeof(*r->sources));
-            memset(r->sources + r->nsources, 0, (src + 1 - r->nsources) * sizeof(*r->sources));
-            r->nsources = src + 1;
-        }
-        r->sources[src].rank = (int)col_int(s, 1);
-        r->sources[src].pod = col_text(s, 2)[0] ? xstrdup(col_text(s, 2)) : NULL;
-        r->sources[src].pid = (int)col_int(s, 3);
-        r->sources[src].attempt = (int)col_int(s, 4);
-    }
-    sqlite3_reset(s);
-    return 0;
+    if (s)
+        bind_int(s, ":pk", r->pk);
+    return sql_rows(r->c, s, "reading log sources", source_row, r, err);
 }
 
 static bool rank_wanted(const struct log_query *q, int rank)
@@ -92,7 +96,7 @@ static bool line_wanted(const struct log_query *q, const struct log_line *l)
         return false;
     if ((q->since && l->time < q->since) || (q->until && l->time >= q->until))
         return false;
-    if (!rank_wanted(q, l->rank))
+    if (!rank_wanted(q, l->rank) || (q->by_attempt && l->attempt != q->attempt))
         return false;
     return !q->match || logmatch_line(q->match, l->text, l->len);
 }
@@ -167,25 +171,28 @@ static int read_block(struct reader *r, int64_t id, int64_t first_seq, int64_t f
     return rc;
 }
 
+/* A block of the forward scan: read unless ruled out; stops at the query's limit. */
+static int forward_block(void *ctx, sqlite3_stmt *s, struct err *err)
+{
+    struct reader *r = ctx;
+    if (!block_wanted(r, s)) {
+        r->stats->blocks_skipped++;
+        return 0;
+    }
+    int rc = read_block(r, col_int(s, 0), col_int(s, 1), col_int(s, 3), err);
+    return rc < 0 ? -1 : rc > 0;
+}
+
 static int scan_forward(struct reader *r, struct err *err)
 {
     sqlite3_stmt *s = STMT(r->c, R_FORWARD, err);
-    if (!s)
-        return -1;
-    bind_int(s, ":pk", r->pk);
-    bind_int(s, ":from", r->q->after - LOG_SEAL_LINES);
-    bind_int(s, ":after", r->q->after);
-    bind_int(s, ":before", r->q->before ? r->q->before : INT64_MAX);
-    int rc = 0;
-    while (rc == 0 && sqlite3_step(s) == SQLITE_ROW) {
-        if (!block_wanted(r, s)) {
-            r->stats->blocks_skipped++;
-            continue;
-        }
-        rc = read_block(r, col_int(s, 0), col_int(s, 1), col_int(s, 3), err);
+    if (s) {
+        bind_int(s, ":pk", r->pk);
+        bind_int(s, ":from", r->q->after - LOG_SEAL_LINES);
+        bind_int(s, ":after", r->q->after);
+        bind_int(s, ":before", r->q->before ? r->q->before : INT64_MAX);
     }
-    sqlite3_reset(s);
-    return rc < 0 ? -1 : 0;
+    return sql_rows(r->c, s, "reading log blocks", forward_block, r, err);
 }
 
 /* One block's last matches, oldest first, copied out of the ring. */
@@ -230,6 +237,31 @@ static void emit_chunks(struct reader *r, struct chunk *chunks, size_t nchunks, 
     }
 }
 
+struct backward {
+    struct reader *r;
+    struct chunk *chunks; /* newest block first */
+    size_t nchunks, total;
+};
+
+/* A block of the backward scan, newest first: its matches go to a chunk of their own; stops
+ * once the chunks hold q->tail matches. */
+static int backward_block(void *ctx, sqlite3_stmt *s, struct err *err)
+{
+    struct backward *b = ctx;
+    struct reader *r = b->r;
+    if (!block_wanted(r, s)) {
+        r->stats->blocks_skipped++;
+        return 0;
+    }
+    /* > 0: the block reached `before`, and older blocks still count */
+    if (read_block(r, col_int(s, 0), col_int(s, 1), col_int(s, 3), err) < 0)
+        return -1;
+    b->chunks = xrealloc(b->chunks, (b->nchunks + 1) * sizeof(*b->chunks));
+    take_ring(r, &b->chunks[b->nchunks]);
+    b->total += b->chunks[b->nchunks++].n;
+    return b->total >= (size_t)r->q->tail;
+}
+
 static int scan_backward(struct reader *r, struct err *err)
 {
     sqlite3_stmt *s = STMT(r->c, R_BACKWARD, err);
@@ -241,34 +273,20 @@ static int scan_backward(struct reader *r, struct err *err)
     size_t tail = (size_t)r->q->tail;
     r->ring = xcalloc(tail, sizeof(*r->ring));
     r->ring_text = xcalloc(tail, sizeof(*r->ring_text));
-    struct chunk *chunks = NULL;
-    size_t nchunks = 0, total = 0;
-    int rc = 0;
-    while (rc == 0 && total < tail && sqlite3_step(s) == SQLITE_ROW) {
-        if (!block_wanted(r, s)) {
-            r->stats->blocks_skipped++;
-            continue;
-        }
-        rc = read_block(r, col_int(s, 0), col_int(s, 1), col_int(s, 3), err);
-        if (rc > 0)
-            rc = 0; /* the block reached `before`: older blocks still count */
-        chunks = xrealloc(chunks, (nchunks + 1) * sizeof(*chunks));
-        take_ring(r, &chunks[nchunks]);
-        total += chunks[nchunks++].n;
+    struct backward b = { .r = r };
+    int rc = sql_rows(r->c, s, "reading log blocks", backward_block, &b, err);
+    if (rc == 0)
+        emit_chunks(r, b.chunks, b.nchunks, b.total);
+    for (size_t i = 0; i < b.nchunks; i++) {
+        free(b.chunks[i].lines);
+        buf_release(&b.chunks[i].text);
     }
-    sqlite3_reset(s);
-    if (rc >= 0)
-        emit_chunks(r, chunks, nchunks, total);
-    for (size_t i = 0; i < nchunks; i++) {
-        free(chunks[i].lines);
-        buf_release(&chunks[i].text);
-    }
-    free(chunks);
+    free(b.chunks);
     for (size_t i = 0; i < tail; i++)
         buf_release(&r->ring_text[i]);
     free(r->ring_text);
     free(r->ring);
-    return rc < 0 ? -1 : 0;
+    return rc;
 }
 
 int store_logs_read(struct store *st, int64_t job_pk, const struct log_query *q, log_line_fn fn,
@@ -278,6 +296,12 @@ int store_logs_read(struct store *st, int64_t job_pk, const struct log_query *q,
     struct reader r = {
         .pk = job_pk, .q = q, .fn = fn, .ctx = ctx, .stats = stats ? stats : &ignored
     };
+    /* The usual read, a follower's "lines after N" with N recent, comes from the committed
+     * lines kept in memory without a transaction or a block read; what the cache does not hold
+     * in full (older lines, a source from before a restart, tails, `before`) comes from SQLite.
+     * With 100 followers this took the write-to-follower p99 from 30 to 26 ms (PERFORMANCE.md). */
+    if (q->tail == 0 && logcache_read(store_logcache(st), job_pk, q, line_wanted, fn, ctx, r.stats))
+        return 0;
     r.c = store_reader(st, err);
     if (!r.c)
         return -1;

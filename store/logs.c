@@ -183,24 +183,45 @@ static int keep_line(void *ctx, struct log_line *l)
     return 0;
 }
 
+static int rank_row(void *ctx, sqlite3_stmt *s, struct err *err)
+{
+    (void)err;
+    struct lineset *ls = ctx;
+    size_t src = (size_t)col_int(s, 0);
+    if (src >= ls->nsrc) {
+        ls->rank_of_src = xrealloc(ls->rank_of_src, (src + 1) * sizeof(int));
+        for (size_t k = ls->nsrc; k <= src; k++)
+            ls->rank_of_src[k] = 0;
+        ls->nsrc = src + 1;
+    }
+    ls->rank_of_src[src] = (int)col_int(s, 1);
+    return 0;
+}
+
 static int load_ranks(struct conn *c, int64_t pk, struct lineset *ls, struct err *err)
 {
     sqlite3_stmt *s = STMT(c, L_SRC_ALL, err);
-    if (!s)
+    if (s)
+        bind_int(s, ":pk", pk);
+    return sql_rows(c, s, "reading log sources", rank_row, ls, err);
+}
+
+struct unsealed {
+    struct lineset *ls;
+    int64_t ids[LOG_SEAL_LINES];
+    size_t nids;
+    struct buf scratch;
+};
+
+/* An unsealed block's lines into the set; stops when the ids are full. */
+static int unsealed_row(void *ctx, sqlite3_stmt *s, struct err *err)
+{
+    struct unsealed *u = ctx;
+    u->ids[u->nids++] = col_int(s, 0);
+    if (logblock_decode(sqlite3_column_blob(s, 3), (size_t)sqlite3_column_bytes(s, 3),
+                        col_int(s, 1), col_int(s, 2), &u->scratch, keep_line, u->ls, err) < 0)
         return -1;
-    bind_int(s, ":pk", pk);
-    while (sqlite3_step(s) == SQLITE_ROW) {
-        size_t src = (size_t)col_int(s, 0);
-        if (src >= ls->nsrc) {
-            ls->rank_of_src = xrealloc(ls->rank_of_src, (src + 1) * sizeof(int));
-            for (size_t k = ls->nsrc; k <= src; k++)
-                ls->rank_of_src[k] = 0;
-            ls->nsrc = src + 1;
-        }
-        ls->rank_of_src[src] = (int)col_int(s, 1);
-    }
-    sqlite3_reset(s);
-    return 0;
+    return u->nids == LOG_SEAL_LINES;
 }
 
 /* Reads and deletes the job's unsealed blocks into ls. */
@@ -209,23 +230,15 @@ static int take_unsealed(struct conn *c, int64_t pk, struct lineset *ls, struct 
     if (load_ranks(c, pk, ls, err) < 0)
         return -1;
     sqlite3_stmt *s = STMT(c, L_UNSEALED, err);
-    if (!s)
+    if (s)
+        bind_int(s, ":pk", pk);
+    struct unsealed u = { .ls = ls, .scratch = BUF_INIT };
+    int rc = sql_rows(c, s, "reading unsealed log blocks", unsealed_row, &u, err);
+    buf_release(&u.scratch);
+    if (rc < 0)
         return -1;
-    bind_int(s, ":pk", pk);
-    int64_t ids[LOG_SEAL_LINES];
-    size_t nids = 0;
-    struct buf scratch = BUF_INIT;
-    int rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW && nids < LOG_SEAL_LINES) {
-        ids[nids++] = col_int(s, 0);
-        if (logblock_decode(sqlite3_column_blob(s, 3), (size_t)sqlite3_column_bytes(s, 3),
-                            col_int(s, 1), col_int(s, 2), &scratch, keep_line, ls, err) < 0)
-            break;
-    }
-    sqlite3_reset(s);
-    buf_release(&scratch);
-    if (err_is_set(err))
-        return -1;
+    const int64_t *ids = u.ids;
+    size_t nids = u.nids;
     for (size_t i = 0; i < nids; i++) {
         sqlite3_stmt *d = STMT(c, L_BLOCK_DEL, err);
         if (!d)
@@ -411,23 +424,14 @@ int store_log_complete(struct store *st, int64_t job_pk, struct err *err)
 
 static int collect_pks(struct conn *c, sqlite3_stmt *s, int64_t **pks, size_t *n, struct err *err)
 {
-    size_t cap = 0;
-    int rc;
-    *pks = NULL;
-    *n = 0;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        XGROW(*pks, *n, cap);
-        (*pks)[(*n)++] = col_int(s, 0);
-    }
-    sqlite3_reset(s);
-    return rc == SQLITE_DONE ? 0 : sql_fail(c, err, "listing logs");
+    return sql_array(c, s, "listing logs", sizeof(**pks), sql_fill_int, NULL, pks, n, err);
 }
 
 int store_logs_unfinished(struct store *st, int64_t **pks, size_t *n, struct err *err)
 {
     struct conn *c = store_reader(st, err);
     sqlite3_stmt *s = c ? STMT(c, L_UNFINISHED, err) : NULL;
-    return s ? collect_pks(c, s, pks, n, err) : -1;
+    return collect_pks(c, s, pks, n, err);
 }
 
 int store_logs_over_limits(struct store *st, int64_t max_bytes, int64_t min_time, int64_t **pks,
@@ -435,16 +439,40 @@ int store_logs_over_limits(struct store *st, int64_t max_bytes, int64_t min_time
 {
     struct conn *c = store_reader(st, err);
     sqlite3_stmt *s = c ? STMT(c, L_OVER, err) : NULL;
-    if (!s)
-        return -1;
-    bind_int(s, ":max", max_bytes);
-    bind_int(s, ":min", min_time);
+    if (s) {
+        bind_int(s, ":max", max_bytes);
+        bind_int(s, ":min", min_time);
+    }
     return collect_pks(c, s, pks, n, err);
 }
 
 struct retain_op {
     int64_t pk, max_bytes, min_time;
 };
+
+/* The oldest blocks of a job to drop, up to 256 a pass: while the job is over its bytes or a
+ * block is older than the limit. */
+struct oldest {
+    const struct retain_op *op;
+    int64_t stored; /* the job's bytes before the pass */
+    int64_t ids[256], lines, bytes, first;
+    size_t nids;
+};
+
+static int oldest_row(void *ctx, sqlite3_stmt *s, struct err *err)
+{
+    (void)err;
+    struct oldest *d = ctx;
+    bool too_big = d->stored - d->bytes > d->op->max_bytes;
+    bool too_old = col_int(s, 4) < d->op->min_time;
+    if (!too_big && !too_old)
+        return 1;
+    d->ids[d->nids++] = col_int(s, 0);
+    d->lines += col_int(s, 1);
+    d->bytes += col_int(s, 2);
+    d->first = col_int(s, 3) + 1;
+    return d->nids == sizeof(d->ids) / sizeof(d->ids[0]);
+}
 
 static int apply_retain(struct conn *c, void *arg, struct err *err)
 {
@@ -453,38 +481,28 @@ static int apply_retain(struct conn *c, void *arg, struct err *err)
     if (state_get(c, op->pk, &st, NULL, err) < 0)
         return -1;
     sqlite3_stmt *s = STMT(c, L_OLDEST, err);
-    if (!s)
+    if (s)
+        bind_int(s, ":pk", op->pk);
+    struct oldest d = { .op = op, .stored = st.bytes, .first = st.first_seq };
+    if (sql_rows(c, s, "reading old log blocks", oldest_row, &d, err) < 0)
         return -1;
-    bind_int(s, ":pk", op->pk);
-    int64_t ids[256], lines = 0, bytes = 0, first = st.first_seq;
-    size_t nids = 0;
-    while (sqlite3_step(s) == SQLITE_ROW && nids < 256) {
-        bool too_big = st.bytes - bytes > op->max_bytes, too_old = col_int(s, 4) < op->min_time;
-        if (!too_big && !too_old)
-            break;
-        ids[nids++] = col_int(s, 0);
-        lines += col_int(s, 1);
-        bytes += col_int(s, 2);
-        first = col_int(s, 3) + 1;
-    }
-    sqlite3_reset(s);
-    for (size_t i = 0; i < nids; i++) {
-        sqlite3_stmt *d = STMT(c, L_BLOCK_DEL, err);
-        if (!d)
+    for (size_t i = 0; i < d.nids; i++) {
+        sqlite3_stmt *del = STMT(c, L_BLOCK_DEL, err);
+        if (!del)
             return -1;
-        bind_int(d, ":id", ids[i]);
-        if (sql_exec_stmt(c, d, err, "dropping old log lines") < 0)
+        bind_int(del, ":id", d.ids[i]);
+        if (sql_exec_stmt(c, del, err, "dropping old log lines") < 0)
             return -1;
     }
-    if (!nids)
+    if (!d.nids)
         return 0;
     s = STMT(c, L_DROP, err);
     if (!s)
         return -1;
     bind_int(s, ":pk", op->pk);
-    bind_int(s, ":first", first);
-    bind_int(s, ":lines", lines);
-    bind_int(s, ":bytes", bytes);
+    bind_int(s, ":first", d.first);
+    bind_int(s, ":lines", d.lines);
+    bind_int(s, ":bytes", d.bytes);
     return sql_exec_stmt(c, s, err, "recording dropped log lines");
 }
 

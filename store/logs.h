@@ -101,6 +101,8 @@ struct log_query {
     const uint64_t *ranks; /* bit set of ranks to keep (rank r: ranks[r/64] >> r%64); NULL: all */
     size_t nranks_words;
     const struct logmatch *match; /* NULL: no text query */
+    bool by_attempt;              /* only the lines of one attempt of the job: */
+    int attempt;                  /* its number (0 for the first run, 1 after a restart...) */
 };
 
 struct log_read_stats {

@@ -11,7 +11,7 @@
 
 #include "core/xalloc.h"
 #include "store/internal.h"
-#include "store/metrics_internal.h"
+#include "store/metrics_block.h"
 
 enum {
     M_SERIES_ADD,

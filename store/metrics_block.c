@@ -1,5 +1,5 @@
 /*
- * store/metrics_block: the packed block of metric points (see metrics_internal.h). A block
+ * store/metrics_block: the packed block of metric points (see metrics_block.h). A block
  * holds one append's points of one series sorted by (time, seq): a version byte, then per
  * point the zigzag varint deltas of time, seq and step from the previous point and the
  * value's 8 IEEE-754 bytes, little-endian (NaN and infinities kept); about 12 bytes a point.
@@ -9,7 +9,7 @@
  */
 #include <string.h>
 
-#include "store/metrics_internal.h"
+#include "store/metrics_block.h"
 
 static void put64(unsigned char *b, uint64_t v)
 {

@@ -13,7 +13,7 @@
 #include "core/xalloc.h"
 #include "store/internal.h"
 #include "store/metrics.h"
-#include "store/metrics_internal.h"
+#include "store/metrics_block.h"
 
 enum {
     M_SERIES_LIST,
@@ -63,29 +63,39 @@ struct range {
     int64_t since, until; /* [since, until) */
 };
 
+struct each {
+    const struct range *r;
+    void (*fn)(void *ctx, const struct mpoint *p);
+    void *ctx;
+};
+
+static int block_row(void *ctx, sqlite3_stmt *s, struct err *err)
+{
+    (void)err;
+    const struct each *e = ctx;
+    const unsigned char *d = sqlite3_column_blob(s, 0);
+    size_t len = (size_t)sqlite3_column_bytes(s, 0), off = 1;
+    struct mpoint p = { 0 };
+    if (len == 0 || d[0] != BLOCK_V1)
+        return 0; /* a format this version does not know */
+    while (off < len && metrics_block_decode(d, len, &off, &p))
+        if (p.time >= e->r->since && p.time < e->r->until)
+            e->fn(e->ctx, &p);
+    return 0;
+}
+
 /* Calls fn for each stored point of the series in the range, block by block. */
 static int each_point(struct conn *c, int64_t id, const struct range *r,
                       void (*fn)(void *ctx, const struct mpoint *p), void *ctx, struct err *err)
 {
     sqlite3_stmt *s = STMT(c, M_BLOCKS, err);
-    if (!s)
-        return -1;
-    bind_int(s, ":s", id);
-    bind_int(s, ":since", r->since);
-    bind_int(s, ":until", r->until);
-    int rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        const unsigned char *d = sqlite3_column_blob(s, 0);
-        size_t len = (size_t)sqlite3_column_bytes(s, 0), off = 1;
-        struct mpoint p = { 0 };
-        if (len == 0 || d[0] != BLOCK_V1)
-            continue; /* a format this version does not know */
-        while (off < len && metrics_block_decode(d, len, &off, &p))
-            if (p.time >= r->since && p.time < r->until)
-                fn(ctx, &p);
+    if (s) {
+        bind_int(s, ":s", id);
+        bind_int(s, ":since", r->since);
+        bind_int(s, ":until", r->until);
     }
-    sqlite3_reset(s);
-    return rc == SQLITE_DONE ? 0 : sql_fail(c, err, "reading metric points");
+    struct each e = { r, fn, ctx };
+    return sql_rows(c, s, "reading metric points", block_row, &e, err);
 }
 
 struct points {
@@ -226,30 +236,34 @@ static json_t *series_json(struct conn *c, const struct seen *se, const struct m
                      (json_int_t)count, "downsampled", down, "points", points);
 }
 
+static void seen_fill(void *elem, sqlite3_stmt *s)
+{
+    *(struct seen *)elem = (struct seen){ .id = col_int(s, 0),
+                                          .name = xstrdup(col_text(s, 1)),
+                                          .rank = (int)col_int(s, 2) };
+}
+
+static void seen_drop(void *elem)
+{
+    free((char *)((struct seen *)elem)->name);
+}
+
 json_t *store_metrics_query(struct store *st, int64_t job_pk, const struct metric_query *q,
                             struct err *err)
 {
     struct conn *c = store_reader(st, err);
     sqlite3_stmt *s = c ? STMT(c, M_SERIES_LIST, err) : NULL;
-    if (!s)
-        return NULL;
-    bind_int(s, ":pk", job_pk);
-    bind_text(s, ":name", q->name);
-    bind_int(s, ":rank", q->rank);
-    /* Collect the series first: their queries use other statements of this connection. */
-    struct seen *list = NULL;
-    size_t n = 0, cap = 0;
-    int rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        XGROW(list, n, cap);
-        list[n++] = (struct seen){ .id = col_int(s, 0),
-                                   .name = xstrdup(col_text(s, 1)),
-                                   .rank = (int)col_int(s, 2) };
+    if (s) {
+        bind_int(s, ":pk", job_pk);
+        bind_text(s, ":name", q->name);
+        bind_int(s, ":rank", q->rank);
     }
-    sqlite3_reset(s);
-    json_t *series = rc == SQLITE_DONE ? json_array() : NULL;
-    if (!series)
-        sql_fail(c, err, "listing metric series");
+    /* Collect the series first: their queries use other statements of this connection. */
+    struct seen *list;
+    size_t n;
+    int rc = sql_array(c, s, "listing metric series", sizeof(*list), seen_fill, seen_drop, &list,
+                       &n, err);
+    json_t *series = rc == 0 ? json_array() : NULL;
     for (size_t i = 0; i < n && series; i++) {
         json_t *one = series_json(c, &list[i], q, err);
         if (one) {
@@ -260,7 +274,7 @@ json_t *store_metrics_query(struct store *st, int64_t job_pk, const struct metri
         }
     }
     for (size_t i = 0; i < n; i++)
-        free((char *)list[i].name);
+        seen_drop(&list[i]);
     free(list);
     return series ? json_pack("{s:o}", "series", series) : NULL;
 }

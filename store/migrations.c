@@ -328,6 +328,129 @@ static const char *const migrations[] = {
     "ALTER TABLE events ADD COLUMN ext_id TEXT;"
     "CREATE UNIQUE INDEX events_by_ext_id ON events(job_pk, ext_id)"
     "  WHERE ext_id IS NOT NULL;",
+    /* 6: cluster policies (api/policy.h): what the Kubernetes jobs of non-admin tokens may use.
+     * A token is governed by the one policy that names it, else by the one named "default". */
+    "CREATE TABLE cluster_policies ("
+    "  name TEXT PRIMARY KEY,"
+    "  grants TEXT NOT NULL," /* JSON: namespaces, service_accounts, ... (api/policy_grants.c) */
+    "  created_by TEXT NOT NULL DEFAULT '',"
+    "  created_at INTEGER NOT NULL,"
+    "  updated_at INTEGER NOT NULL) WITHOUT ROWID;"
+    "CREATE TABLE cluster_policy_tokens ("
+    "  token_id TEXT PRIMARY KEY REFERENCES tokens(id) ON DELETE CASCADE,"
+    "  policy TEXT NOT NULL REFERENCES cluster_policies(name) ON DELETE CASCADE) WITHOUT ROWID;"
+    "CREATE INDEX cluster_policy_tokens_by_policy ON cluster_policy_tokens(policy);",
+    /* 7: a job is owned by the id of the token that submitted it, not its name: a new token
+     * given a revoked token's name is not the old one. Jobs from before get the id of the
+     * newest token of their owner's name created before them (the one that submitted them). */
+    "ALTER TABLE jobs ADD COLUMN owner_id TEXT NOT NULL DEFAULT '';"
+    "UPDATE jobs SET owner_id = coalesce((SELECT t.id FROM tokens t WHERE t.name = jobs.owner"
+    "  AND t.job_pk IS NULL AND t.created_at <= jobs.created_at"
+    "  ORDER BY t.created_at DESC, t.pk DESC LIMIT 1), '');"
+    /* Idempotency keys follow (store/jobs.c keys them by token id), so a retry across the
+     * upgrade still finds its job. */
+    "UPDATE OR IGNORE idempotency SET owner = (SELECT j.owner_id FROM jobs j"
+    "  WHERE j.pk = idempotency.job_pk) WHERE EXISTS (SELECT 1 FROM jobs j"
+    "  WHERE j.pk = idempotency.job_pk AND j.owner_id <> '');",
+    /* 8: what jobs' own findings say about nodes (an Xid in a log, a failed preflight): one
+     * row per (node, job), so that a mark needs jobs of several owners (store/nodes.h) */
+    "CREATE TABLE node_evidence ("
+    "  node TEXT NOT NULL,"
+    "  job_id TEXT NOT NULL,"
+    "  owner_id TEXT NOT NULL,"
+    "  reason TEXT NOT NULL,"
+    "  message TEXT NOT NULL DEFAULT '',"
+    "  source TEXT NOT NULL," /* diagnosis | preflight */
+    "  at INTEGER NOT NULL,"
+    "  PRIMARY KEY (node, job_id)) WITHOUT ROWID;",
+    /* 9: named queues an admin configures (store/queues.c); what the scheduler needs of a job
+     * beside its row (GPUs per rank, deadline), and an index holding all of it for the waiting
+     * jobs, so that a pass over 10,000 of them reads no spec */
+    "CREATE TABLE queues ("
+    "  name TEXT PRIMARY KEY,"
+    "  priority INTEGER NOT NULL DEFAULT 0,"
+    "  gpu_quota INTEGER NOT NULL DEFAULT -1," /* -1: none */
+    "  description TEXT NOT NULL DEFAULT '',"
+    "  updated_by TEXT NOT NULL DEFAULT '',"
+    "  created_at INTEGER NOT NULL,"
+    "  updated_at INTEGER NOT NULL) WITHOUT ROWID;"
+    "ALTER TABLE jobs ADD COLUMN gpus INTEGER NOT NULL DEFAULT 0;" /* per rank */
+    "ALTER TABLE jobs ADD COLUMN deadline_seconds INTEGER NOT NULL DEFAULT 0;"
+    "UPDATE jobs SET gpus = coalesce(json_extract(spec, '$.resources.gpus'), 0),"
+    "  deadline_seconds = coalesce(json_extract(spec, '$.deadline_seconds'), 0);"
+    "DROP INDEX jobs_runnable;"
+    "CREATE INDEX jobs_waiting ON jobs(priority DESC, pk, executor, queue, nranks, gpus,"
+    "  deadline_seconds, created_at, id) WHERE state = 'queued' AND desired = 'run';",
+    /* 10: usage (store/usage.c). Kept after a job is deleted, so no table here references
+     * jobs; usage_runs holds each run of a rank split by UTC day (from_ns..to_ns), usage_days
+     * and usage_label_days its daily sums, usage_totals the sums since the start. Seconds are
+     * REAL: a year of rank-nanoseconds overflows an integer. */
+    "CREATE TABLE usage_groups ("
+    "  gk INTEGER PRIMARY KEY,"
+    "  owner TEXT NOT NULL, queue TEXT NOT NULL, executor TEXT NOT NULL,"
+    "  instance_type TEXT NOT NULL, capacity_type TEXT NOT NULL,"
+    "  UNIQUE (owner, queue, executor, instance_type, capacity_type));"
+    "CREATE TABLE usage_jobs ("
+    "  uj INTEGER PRIMARY KEY,"
+    "  job_id TEXT NOT NULL UNIQUE,"
+    "  name TEXT NOT NULL,"
+    "  owner TEXT NOT NULL, queue TEXT NOT NULL, executor TEXT NOT NULL,"
+    "  first_at INTEGER NOT NULL," /* end of its first recorded run: where it counts as a job */
+    "  first_gk INTEGER NOT NULL REFERENCES usage_groups(gk));"
+    "CREATE INDEX usage_jobs_by_first ON usage_jobs(first_at);"
+    "CREATE TABLE usage_job_labels ("
+    "  uj INTEGER NOT NULL REFERENCES usage_jobs(uj) ON DELETE CASCADE,"
+    "  key TEXT NOT NULL, value TEXT NOT NULL,"
+    "  PRIMARY KEY (uj, key)) WITHOUT ROWID;"
+    "CREATE TABLE usage_runs ("
+    "  uj INTEGER NOT NULL REFERENCES usage_jobs(uj) ON DELETE CASCADE,"
+    "  attempt INTEGER NOT NULL, rank INTEGER NOT NULL,"
+    "  started_at INTEGER NOT NULL," /* as reported: the run's identity */
+    "  day INTEGER NOT NULL,"        /* days since 1970-01-01 UTC */
+    "  from_ns INTEGER NOT NULL, to_ns INTEGER NOT NULL,"
+    "  finished_at INTEGER NOT NULL,"
+    "  gpus REAL NOT NULL,"
+    "  gk INTEGER NOT NULL REFERENCES usage_groups(gk),"
+    "  ck INTEGER NOT NULL REFERENCES usage_groups(gk)," /* its class: owner '', queue '' */
+    "  node TEXT NOT NULL DEFAULT '',"
+    /* by day first: a query's edge days read a stretch of the table, not a row per run */
+    "  PRIMARY KEY (day, uj, attempt, rank, started_at)) WITHOUT ROWID;"
+    "CREATE INDEX usage_runs_by_job ON usage_runs(uj, attempt, rank, started_at);"
+    "CREATE TABLE usage_days ("
+    "  day INTEGER NOT NULL, gk INTEGER NOT NULL,"
+    "  gpu_seconds REAL NOT NULL, rank_seconds REAL NOT NULL,"
+    "  runs INTEGER NOT NULL, jobs INTEGER NOT NULL,"
+    "  PRIMARY KEY (day, gk)) WITHOUT ROWID;"
+    "CREATE TABLE usage_label_days ("
+    "  key TEXT NOT NULL, day INTEGER NOT NULL, gk INTEGER NOT NULL, value TEXT NOT NULL,"
+    "  gpu_seconds REAL NOT NULL, rank_seconds REAL NOT NULL,"
+    "  runs INTEGER NOT NULL, jobs INTEGER NOT NULL,"
+    "  PRIMARY KEY (key, day, gk, value)) WITHOUT ROWID;"
+    /* one value of a label (label=team=nlp) without reading the others */
+    "CREATE INDEX usage_label_days_by_value ON usage_label_days(key, value, day);"
+    /* The same sums per class (executor, instance type, capacity type: a group with no owner
+     * and no queue), for the queries that do not ask by owner or queue: a label spread over
+     * every owner has a row per owner and value a day in the tables above, a few here. */
+    "CREATE TABLE usage_class_days ("
+    "  day INTEGER NOT NULL, ck INTEGER NOT NULL,"
+    "  gpu_seconds REAL NOT NULL, rank_seconds REAL NOT NULL,"
+    "  runs INTEGER NOT NULL, jobs INTEGER NOT NULL,"
+    "  PRIMARY KEY (day, ck)) WITHOUT ROWID;"
+    "CREATE TABLE usage_label_class_days ("
+    "  key TEXT NOT NULL, day INTEGER NOT NULL, ck INTEGER NOT NULL, value TEXT NOT NULL,"
+    "  gpu_seconds REAL NOT NULL, rank_seconds REAL NOT NULL,"
+    "  runs INTEGER NOT NULL, jobs INTEGER NOT NULL,"
+    "  PRIMARY KEY (key, day, ck, value)) WITHOUT ROWID;"
+    "CREATE INDEX usage_label_class_days_by_value ON usage_label_class_days(key, value, day);"
+    "CREATE TABLE usage_totals ("
+    "  gk INTEGER PRIMARY KEY,"
+    "  gpu_seconds REAL NOT NULL, rank_seconds REAL NOT NULL,"
+    "  runs INTEGER NOT NULL, jobs INTEGER NOT NULL);"
+    "CREATE TABLE usage_prices ("
+    "  id INTEGER PRIMARY KEY CHECK (id = 1),"
+    "  doc TEXT NOT NULL," /* JSON, checked by api/usage_price.c */
+    "  updated_by TEXT NOT NULL DEFAULT '',"
+    "  updated_at INTEGER NOT NULL);",
 };
 
 static int user_version(struct conn *c, int *version, struct err *err)

@@ -118,57 +118,45 @@ int store_webhook_cursor(struct store *st, int64_t job_pk, int64_t *seq, struct 
 
 int store_webhook_behind(struct store *st, int64_t since, int64_t **pks, size_t *n, struct err *err)
 {
-    *pks = NULL;
-    *n = 0;
     struct conn *c = store_reader(st, err);
     sqlite3_stmt *s = c ? STMT(c, O_BEHIND, err) : NULL;
-    if (!s)
-        return -1;
-    bind_int(s, ":since", since);
-    size_t cap = 0;
-    int rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        XGROW(*pks, *n, cap);
-        (*pks)[(*n)++] = col_int(s, 0);
-    }
-    sqlite3_reset(s);
-    return rc == SQLITE_DONE ? 0 : sql_fail(c, err, "reading jobs behind their cursor");
+    if (s)
+        bind_int(s, ":since", since);
+    return sql_array(c, s, "reading jobs behind their cursor", sizeof(**pks), sql_fill_int, NULL,
+                     pks, n, err);
+}
+
+static void msg_fill(void *slot, sqlite3_stmt *s)
+{
+    struct outbox_msg *m = XNEW(struct outbox_msg);
+    m->pk = col_int(s, 0);
+    m->webhook_pk = col_int(s, 1);
+    m->url = xstrdup(col_text(s, 2));
+    m->secret = xstrdup(col_text(s, 3));
+    m->msg_id = xstrdup(col_text(s, 4));
+    m->event = xstrdup(col_text(s, 5));
+    m->job_id = xstrdup(col_text(s, 6));
+    m->body = xstrdup(col_text(s, 7));
+    m->attempts = (int)col_int(s, 8);
+    *(struct outbox_msg **)slot = m;
+}
+
+static void msg_drop(void *slot)
+{
+    outbox_msg_free(*(struct outbox_msg **)slot);
 }
 
 int store_outbox_due(struct store *st, int64_t now, int limit, struct outbox_msg ***out, size_t *n,
                      struct err *err)
 {
-    *out = NULL;
-    *n = 0;
     struct conn *c = store_reader(st, err);
     sqlite3_stmt *s = c ? STMT(c, O_DUE, err) : NULL;
-    if (!s)
-        return -1;
-    bind_int(s, ":now", now);
-    bind_int(s, ":limit", limit);
-    *out = xcalloc((size_t)limit, sizeof(**out));
-    int rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        struct outbox_msg *m = XNEW(struct outbox_msg);
-        m->pk = col_int(s, 0);
-        m->webhook_pk = col_int(s, 1);
-        m->url = xstrdup(col_text(s, 2));
-        m->secret = xstrdup(col_text(s, 3));
-        m->msg_id = xstrdup(col_text(s, 4));
-        m->event = xstrdup(col_text(s, 5));
-        m->job_id = xstrdup(col_text(s, 6));
-        m->body = xstrdup(col_text(s, 7));
-        m->attempts = (int)col_int(s, 8);
-        (*out)[(*n)++] = m;
+    if (s) {
+        bind_int(s, ":now", now);
+        bind_int(s, ":limit", limit);
     }
-    sqlite3_reset(s);
-    if (rc != SQLITE_DONE) {
-        outbox_msgs_free(*out, *n);
-        *out = NULL;
-        *n = 0;
-        return sql_fail(c, err, "reading due webhook messages");
-    }
-    return 0;
+    return sql_array(c, s, "reading due webhook messages", sizeof(**out), msg_fill, msg_drop, out,
+                     n, err);
 }
 
 void outbox_msg_free(struct outbox_msg *m)
@@ -242,32 +230,27 @@ int store_outbox_result(struct store *st, const struct outbox_result *r, struct 
     return store_write_wait(st, apply_result, (void *)r, err);
 }
 
+static json_t *attempt_json(void *ctx, sqlite3_stmt *s, struct err *err)
+{
+    (void)ctx, (void)err;
+    json_t *a = json_pack("{s:I}", "attempt", (json_int_t)col_int(s, 0));
+    jsonx_set_time(a, "time", col_int(s, 1));
+    json_object_set_new(a, "status", json_integer(col_int(s, 2)));
+    jsonx_set_str(a, "error", *col_text(s, 3) ? col_text(s, 3) : NULL);
+    json_object_set_new(a, "duration_ms", json_integer(col_int(s, 4)));
+    return a;
+}
+
 static json_t *attempts_json(struct conn *c, int64_t pk, struct err *err)
 {
     sqlite3_stmt *s = STMT(c, O_ATTEMPTS, err);
-    if (!s)
-        return NULL;
-    bind_int(s, ":pk", pk);
-    json_t *items = json_array();
-    int rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        json_t *a = json_pack("{s:I}", "attempt", (json_int_t)col_int(s, 0));
-        jsonx_set_time(a, "time", col_int(s, 1));
-        json_object_set_new(a, "status", json_integer(col_int(s, 2)));
-        jsonx_set_str(a, "error", *col_text(s, 3) ? col_text(s, 3) : NULL);
-        json_object_set_new(a, "duration_ms", json_integer(col_int(s, 4)));
-        json_array_append_new(items, a);
-    }
-    sqlite3_reset(s);
-    if (rc != SQLITE_DONE) {
-        json_decref(items);
-        sql_fail(c, err, "reading webhook attempts");
-        return NULL;
-    }
-    return items;
+    if (s)
+        bind_int(s, ":pk", pk);
+    return sql_json_rows(c, s, "reading webhook attempts", attempt_json, NULL, err);
 }
 
-static json_t *message_json(struct conn *c, sqlite3_stmt *s, struct err *err)
+/* A message with its attempts (read by another statement of c while the list's steps). */
+static json_t *message_json(void *c, sqlite3_stmt *s, struct err *err)
 {
     json_t *o = json_pack("{s:I,s:s,s:s}", "seq", (json_int_t)col_int(s, 0), "id", col_text(s, 1),
                           "event", col_text(s, 2));
@@ -282,7 +265,11 @@ static json_t *message_json(struct conn *c, sqlite3_stmt *s, struct err *err)
     json_t *payload = json_loads(col_text(s, 11), 0, NULL);
     json_object_set_new(o, "payload", payload ? payload : json_null());
     json_t *attempts = attempts_json(c, col_int(s, 0), err);
-    json_object_set_new(o, "attempt_log", attempts ? attempts : json_array());
+    if (!attempts) {
+        json_decref(o);
+        return NULL;
+    }
+    json_object_set_new(o, "attempt_log", attempts);
     return o;
 }
 
@@ -291,22 +278,12 @@ json_t *store_outbox_list(struct store *st, int64_t webhook_pk, int64_t before, 
 {
     struct conn *c = store_reader(st, err);
     sqlite3_stmt *s = c ? STMT(c, O_LIST, err) : NULL;
-    if (!s)
-        return NULL;
-    bind_int(s, ":webhook_pk", webhook_pk);
-    bind_int(s, ":before", before);
-    bind_int(s, ":limit", limit);
-    json_t *items = json_array();
-    int rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW && !err_is_set(err))
-        json_array_append_new(items, message_json(c, s, err));
-    sqlite3_reset(s);
-    if ((rc != SQLITE_DONE && rc != SQLITE_ROW) || err_is_set(err)) {
-        sql_fail(c, err, "listing webhook messages");
-        json_decref(items);
-        return NULL;
+    if (s) {
+        bind_int(s, ":webhook_pk", webhook_pk);
+        bind_int(s, ":before", before);
+        bind_int(s, ":limit", limit);
     }
-    return items;
+    return sql_json_rows(c, s, "listing webhook messages", message_json, c, err);
 }
 
 static int apply_prune(struct conn *c, void *arg, struct err *err)

@@ -112,6 +112,21 @@ int store_rdzv_arrive(struct store *st, int64_t job_pk, int attempt, const char 
     return store_write_wait(st, apply_arrive, &op, err);
 }
 
+struct arrived {
+    int *ranks;
+    int n, max;
+};
+
+static int arrived_row(void *ctx, sqlite3_stmt *s, struct err *err)
+{
+    (void)err;
+    struct arrived *a = ctx;
+    if (a->n == a->max)
+        return 1;
+    a->ranks[a->n++] = (int)col_int(s, 0);
+    return 0;
+}
+
 int store_rdzv_arrived(struct store *st, int64_t job_pk, int attempt, const char *barrier,
                        int *ranks, int max, struct err *err)
 {
@@ -122,10 +137,8 @@ int store_rdzv_arrived(struct store *st, int64_t job_pk, int attempt, const char
     bind_int(s, ":pk", job_pk);
     bind_int(s, ":attempt", attempt);
     bind_text(s, ":barrier", barrier);
-    int n = 0, rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW)
-        if (n < max)
-            ranks[n++] = (int)col_int(s, 0);
-    sqlite3_reset(s);
-    return rc == SQLITE_DONE ? n : sql_fail(c, err, "reading barrier arrivals");
+    struct arrived a = { ranks, 0, max };
+    if (sql_rows(c, s, "reading barrier arrivals", arrived_row, &a, err) < 0)
+        return -1;
+    return a.n;
 }

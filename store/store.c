@@ -212,11 +212,6 @@ void store_close(struct store *st)
     free(st);
 }
 
-const char *store_path(const struct store *st)
-{
-    return st->path;
-}
-
 int store_schema_version(struct store *st)
 {
     return st->schema_version;

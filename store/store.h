@@ -31,8 +31,6 @@ struct store_options {
 struct store *store_open(const char *path, const struct store_options *opts, struct err *err);
 /* Stops the writer after draining queued writes, closes connections. NULL is a no-op. */
 void store_close(struct store *st);
-
-const char *store_path(const struct store *st);
 /* The schema version (PRAGMA user_version) after migration. */
 int store_schema_version(struct store *st);
 

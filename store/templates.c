@@ -36,17 +36,6 @@ static const char *const sql[] = {
 
 #define STMT(c, i, err) stmt((c), MOD_TEMPLATES, (i), sql[(i)], (err))
 
-static int audit(struct conn *c, const char *action, const char *name, const char *actor,
-                 const char *request_id, struct err *err)
-{
-    char target[160];
-    snprintf(target, sizeof(target), "template/%s", name);
-    struct audit_entry e = {
-        .actor = actor ? actor : "", .action = action, .target = target, .request_id = request_id
-    };
-    return audit_insert(c, &e, err);
-}
-
 static int apply_insert(struct conn *c, void *arg, struct err *err)
 {
     const struct template_put *t = arg;
@@ -66,7 +55,7 @@ static int apply_insert(struct conn *c, void *arg, struct err *err)
         return rc;
     }
     sqlite3_reset(s);
-    return audit(c, "template.create", t->name, t->actor, t->request_id, err);
+    return audit_change(c, "template", "create", t->name, t->actor, t->request_id, err);
 }
 
 int store_template_insert(struct store *st, const struct template_put *t, struct err *err)
@@ -86,7 +75,7 @@ static int apply_update(struct conn *c, void *arg, struct err *err)
     bind_int(s, ":now", t->now);
     if (sql_exec_one(c, s, err, "template", t->name) < 0)
         return -1;
-    return audit(c, "template.update", t->name, t->actor, t->request_id, err);
+    return audit_change(c, "template", "update", t->name, t->actor, t->request_id, err);
 }
 
 int store_template_update(struct store *st, const struct template_put *t, struct err *err)
@@ -117,7 +106,7 @@ static int apply_delete(struct conn *c, void *arg, struct err *err)
     bind_text(s, ":name", op->name);
     if (sql_exec_one(c, s, err, "template", op->name) < 0)
         return -1;
-    return audit(c, "template.delete", op->name, op->actor, op->request_id, err);
+    return audit_change(c, "template", "delete", op->name, op->actor, op->request_id, err);
 }
 
 int store_template_delete(struct store *st, const char *name, const char *actor,
@@ -127,7 +116,8 @@ int store_template_delete(struct store *st, const char *name, const char *actor,
     return store_write_wait(st, apply_delete, &op, err);
 }
 
-static struct template_def *from_row(sqlite3_stmt *s)
+/* Fills a slot of a template list (a `struct template_def *`) from a row of TEMPLATE_COLS. */
+static void fill(void *slot, sqlite3_stmt *s)
 {
     struct template_def *t = XNEW(struct template_def);
     t->pk = col_int(s, 0);
@@ -138,7 +128,7 @@ static struct template_def *from_row(sqlite3_stmt *s)
     t->created_at = col_int(s, 5);
     t->updated_at = col_int(s, 6);
     t->ntriggers = (int)col_int(s, 7);
-    return t;
+    *(struct template_def **)slot = t;
 }
 
 void template_def_free(struct template_def *t)
@@ -152,6 +142,11 @@ void template_def_free(struct template_def *t)
     free(t);
 }
 
+static void drop(void *slot)
+{
+    template_def_free(*(struct template_def **)slot);
+}
+
 void template_defs_free(struct template_def **t, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -163,34 +158,16 @@ struct template_def *store_template_get(struct store *st, const char *name, stru
 {
     struct conn *c = store_reader(st, err);
     sqlite3_stmt *s = c ? STMT(c, P_GET, err) : NULL;
-    if (!s)
-        return NULL;
-    bind_text(s, ":name", name);
-    struct template_def *t = sql_step_one(c, s, err, "template", name) == 0 ? from_row(s) : NULL;
-    sqlite3_reset(s);
+    struct template_def *t = NULL;
+    if (s)
+        bind_text(s, ":name", name);
+    sql_one(c, s, "template", name, fill, &t, err);
     return t;
 }
 
 int store_template_list(struct store *st, struct template_def ***out, size_t *n, struct err *err)
 {
-    *out = NULL;
-    *n = 0;
     struct conn *c = store_reader(st, err);
     sqlite3_stmt *s = c ? STMT(c, P_LIST, err) : NULL;
-    if (!s)
-        return -1;
-    size_t cap = 0;
-    int rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        XGROW(*out, *n, cap);
-        (*out)[(*n)++] = from_row(s);
-    }
-    sqlite3_reset(s);
-    if (rc != SQLITE_DONE) {
-        template_defs_free(*out, *n);
-        *out = NULL;
-        *n = 0;
-        return sql_fail(c, err, "listing templates");
-    }
-    return 0;
+    return sql_array(c, s, "listing templates", sizeof(**out), fill, drop, out, n, err);
 }

@@ -21,6 +21,7 @@ enum {
     T_AUDIT_ADD,
     T_AUDIT_LIST,
     T_REVOKE_JOB,
+    T_REVOKE_BOOTSTRAP,
 };
 
 static const char *const sql[] = {
@@ -42,6 +43,9 @@ static const char *const sql[] = {
     [T_AUDIT_ADD] = "INSERT INTO audit (time, actor, action, target, detail, request_id)"
                     " VALUES (:time, :actor, :action, :target, :detail, :request_id)",
     [T_REVOKE_JOB] = "UPDATE tokens SET revoked_at = :now WHERE job_pk = :pk AND revoked_at = 0",
+    [T_REVOKE_BOOTSTRAP] =
+        "UPDATE tokens SET revoked_at = :now WHERE name = :name AND revoked_at = 0"
+        " AND job_pk IS NULL AND created_by = 'bootstrap'",
     [T_AUDIT_LIST] = "SELECT pk, time, actor, action, target, detail, request_id FROM audit"
                      " WHERE (:target IS NULL OR target = :target) AND pk < :before"
                      " ORDER BY pk DESC LIMIT :limit",
@@ -60,6 +64,14 @@ static int apply_insert(struct conn *c, void *arg, struct err *err)
 {
     const struct token_new *t = arg;
     sqlite3_stmt *s;
+    if (t->replaces_bootstrap) {
+        if (!(s = STMT(c, T_REVOKE_BOOTSTRAP, err)))
+            return -1;
+        bind_text(s, ":name", t->name);
+        bind_int(s, ":now", t->now);
+        if (sql_exec_stmt(c, s, err, "revoking the replaced admin token") < 0)
+            return -1;
+    }
     if (!t->job_pk) {
         s = STMT(c, T_NAME_TAKEN, err);
         if (!s)
@@ -90,10 +102,14 @@ static int apply_insert(struct conn *c, void *arg, struct err *err)
 
 int store_token_insert(struct store *st, const struct token_new *t, struct err *err)
 {
-    return store_write_wait(st, apply_insert, (void *)t, err);
+    int rc = store_write_wait(st, apply_insert, (void *)t, err);
+    if (t->replaces_bootstrap)
+        store_tokens_changed(st);
+    return rc;
 }
 
-static struct token *token_from_row(sqlite3_stmt *s)
+/* Fills a slot of a token list (a `struct token *`) from a row. */
+static void token_fill(void *slot, sqlite3_stmt *s)
 {
     struct token *t = XNEW(struct token);
     t->pk = col_int(s, 0);
@@ -106,7 +122,7 @@ static struct token *token_from_row(sqlite3_stmt *s)
     t->expires_at = col_int(s, 7);
     t->revoked_at = col_int(s, 8);
     t->last_used_at = col_int(s, 9);
-    return t;
+    *(struct token **)slot = t;
 }
 
 void token_free(struct token *t)
@@ -119,6 +135,11 @@ void token_free(struct token *t)
     free(t->job_id);
     free(t->created_by);
     free(t);
+}
+
+static void token_drop(void *slot)
+{
+    token_free(*(struct token **)slot);
 }
 
 void tokens_free(struct token **t, size_t n)
@@ -138,7 +159,7 @@ struct token *store_token_by_hash(struct store *st, const char *hash, struct err
     int rc = sqlite3_step(s);
     struct token *t = NULL;
     if (rc == SQLITE_ROW)
-        t = token_from_row(s);
+        token_fill(&t, s);
     else if (rc == SQLITE_DONE)
         err_set(err, ERR_NOT_FOUND, "unknown token");
     else
@@ -149,26 +170,9 @@ struct token *store_token_by_hash(struct store *st, const char *hash, struct err
 
 int store_token_list(struct store *st, struct token ***out, size_t *n, struct err *err)
 {
-    *out = NULL;
-    *n = 0;
     struct conn *c = store_reader(st, err);
     sqlite3_stmt *s = c ? STMT(c, T_LIST, err) : NULL;
-    if (!s)
-        return -1;
-    size_t cap = 0;
-    int rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        XGROW(*out, *n, cap);
-        (*out)[(*n)++] = token_from_row(s);
-    }
-    sqlite3_reset(s);
-    if (rc != SQLITE_DONE) {
-        tokens_free(*out, *n);
-        *out = NULL;
-        *n = 0;
-        return sql_fail(c, err, "listing tokens");
-    }
-    return 0;
+    return sql_array(c, s, "listing tokens", sizeof(**out), token_fill, token_drop, out, n, err);
 }
 
 struct revoke_op {
@@ -308,9 +312,43 @@ int audit_insert(struct conn *c, const struct audit_entry *e, struct err *err)
     return apply_audit(c, (void *)e, err);
 }
 
+int audit_change(struct conn *c, const char *noun, const char *verb, const char *key,
+                 const char *actor, const char *request_id, struct err *err)
+{
+    char action[64], target[160];
+    snprintf(action, sizeof(action), "%s.%s", noun, verb);
+    snprintf(target, sizeof(target), "%s/%s", noun, key);
+    struct audit_entry e = {
+        .actor = actor, .action = action, .target = target, .request_id = request_id
+    };
+    return apply_audit(c, &e, err);
+}
+
+int delete_audited(struct conn *c, sqlite3_stmt *s, const char *noun, const char *id,
+                   const char *actor, const char *request_id, struct err *err)
+{
+    if (!s)
+        return -1;
+    bind_text(s, ":id", id);
+    if (sql_exec_one(c, s, err, noun, id) < 0)
+        return -1;
+    return audit_change(c, noun, "delete", id, actor, request_id, err);
+}
+
 int store_audit_add(struct store *st, const struct audit_entry *e, struct err *err)
 {
     return store_write_wait(st, apply_audit, (void *)e, err);
+}
+
+static json_t *audit_json(void *ctx, sqlite3_stmt *s, struct err *err)
+{
+    (void)ctx, (void)err;
+    char ts[CLOCK_RFC3339_MAX];
+    json_t *detail = json_loads(col_text(s, 5), 0, NULL);
+    return json_pack("{s:I,s:s,s:s,s:s,s:s,s:o,s:s}", "seq", (json_int_t)col_int(s, 0), "time",
+                     clock_format(col_int(s, 1), ts), "actor", col_text(s, 2), "action",
+                     col_text(s, 3), "target", col_text(s, 4), "detail",
+                     detail ? detail : json_object(), "request_id", col_text(s, 6));
 }
 
 json_t *store_audit_list(struct store *st, const char *target, int64_t before, int limit,
@@ -323,22 +361,5 @@ json_t *store_audit_list(struct store *st, const char *target, int64_t before, i
     bind_text(s, ":target", target);
     bind_int(s, ":before", before > 0 ? before : INT64_MAX);
     bind_int(s, ":limit", limit);
-    json_t *arr = json_array();
-    int rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        char ts[CLOCK_RFC3339_MAX];
-        json_t *detail = json_loads(col_text(s, 5), 0, NULL);
-        json_array_append_new(
-            arr, json_pack("{s:I,s:s,s:s,s:s,s:s,s:o,s:s}", "seq", (json_int_t)col_int(s, 0),
-                           "time", clock_format(col_int(s, 1), ts), "actor", col_text(s, 2),
-                           "action", col_text(s, 3), "target", col_text(s, 4), "detail",
-                           detail ? detail : json_object(), "request_id", col_text(s, 6)));
-    }
-    sqlite3_reset(s);
-    if (rc != SQLITE_DONE) {
-        json_decref(arr);
-        sql_fail(c, err, "reading the audit trail");
-        return NULL;
-    }
-    return arr;
+    return sql_json_rows(c, s, "reading the audit trail", audit_json, NULL, err);
 }

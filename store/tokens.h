@@ -29,9 +29,14 @@ struct token_new {
     int64_t expires_at;
     const char *created_by;
     int64_t now;
+    /* The token given to the daemon at start (--admin-token-file, TRAINYARD_ADMIN_TOKEN) has
+     * changed: the active token of that name that the daemon made ("bootstrap") is revoked in
+     * the same transaction, so that rotating the file rotates the token. */
+    bool replaces_bootstrap;
 };
 
-/* ERR_CONFLICT when an active token already has that name. */
+/* ERR_CONFLICT when an active token already has that name (one made by the daemon's start
+ * when replaces_bootstrap: that one is revoked instead). */
 int store_token_insert(struct store *st, const struct token_new *t, struct err *err);
 /* The token with that hash (revoked or not), or NULL with ERR_NOT_FOUND. Caller frees. */
 struct token *store_token_by_hash(struct store *st, const char *hash, struct err *err);

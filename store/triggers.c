@@ -14,7 +14,6 @@ enum {
     G_TEMPLATE,
     G_INSERT,
     G_UPDATE,
-    G_UPDATE_SECRETS,
     G_DELETE,
     G_GET,
     G_LIST,
@@ -28,12 +27,12 @@ static const char *const sql[] = {
     [G_TEMPLATE] = "SELECT pk FROM templates WHERE name = :name",
     [G_INSERT] = "INSERT INTO triggers (id, name, template_pk, template_values, rule, sender, auth,"
                  " secrets, enabled, created_by, created_at, updated_at) VALUES (:id, :name,"
-                 " :template_pk, :values, :rule, :sender, :auth, :secrets, :enabled, :actor, :now,"
-                 " :now)",
+                 " :template_pk, :values, :rule, :sender, :auth, coalesce(:secrets, '[]'),"
+                 " :enabled, :actor, :now, :now)",
+    /* secrets NULL: an update keeps the stored ones */
     [G_UPDATE] = "UPDATE triggers SET template_pk = :template_pk, template_values = :values,"
                  " rule = :rule, sender = :sender, auth = :auth, enabled = :enabled,"
-                 " updated_at = :now WHERE id = :id",
-    [G_UPDATE_SECRETS] = "UPDATE triggers SET secrets = :secrets WHERE id = :id",
+                 " secrets = coalesce(:secrets, secrets), updated_at = :now WHERE id = :id",
     [G_DELETE] = "DELETE FROM triggers WHERE id = :id",
     [G_GET] = "SELECT " TRIGGER_COLS " FROM triggers g JOIN templates t ON t.pk = g.template_pk"
               " WHERE g.id = :key OR g.name = :key",
@@ -42,17 +41,6 @@ static const char *const sql[] = {
 };
 
 #define STMT(c, i, err) stmt((c), MOD_TRIGGERS, (i), sql[(i)], (err))
-
-static int audit(struct conn *c, const char *action, const struct trigger_put *t, struct err *err)
-{
-    char target[96];
-    snprintf(target, sizeof(target), "trigger/%s", t->id);
-    struct audit_entry e = { .actor = t->actor ? t->actor : "",
-                             .action = action,
-                             .target = target,
-                             .request_id = t->request_id };
-    return audit_insert(c, &e, err);
-}
 
 /* The template's pk, or -1 with a field error naming /template. */
 static int64_t template_pk(struct conn *c, const char *name, struct err *err)
@@ -71,28 +59,32 @@ static int64_t template_pk(struct conn *c, const char *name, struct err *err)
     return pk;
 }
 
-static void bind_common(sqlite3_stmt *s, const struct trigger_put *t, int64_t tpk)
+/* The statement `index` (insert or update) bound from t, or NULL with err. */
+static sqlite3_stmt *bound(struct conn *c, int index, const struct trigger_put *t, struct err *err)
 {
+    int64_t tpk = template_pk(c, t->template_name, err);
+    sqlite3_stmt *s = tpk < 0 ? NULL : STMT(c, index, err);
+    if (!s)
+        return NULL;
     bind_text(s, ":id", t->id);
     bind_int(s, ":template_pk", tpk);
     bind_text(s, ":values", t->values ? t->values : "{}");
     bind_text(s, ":rule", t->rule ? t->rule : "{}");
     bind_text(s, ":sender", t->sender ? t->sender : "auto");
     bind_text(s, ":auth", t->auth ? t->auth : "{}");
+    bind_text(s, ":secrets", t->secrets);
     bind_int(s, ":enabled", t->enabled);
     bind_int(s, ":now", t->now);
+    return s;
 }
 
 static int apply_insert(struct conn *c, void *arg, struct err *err)
 {
     const struct trigger_put *t = arg;
-    int64_t tpk = template_pk(c, t->template_name, err);
-    sqlite3_stmt *s = tpk < 0 ? NULL : STMT(c, G_INSERT, err);
+    sqlite3_stmt *s = bound(c, G_INSERT, t, err);
     if (!s)
         return -1;
-    bind_common(s, t, tpk);
     bind_text(s, ":name", t->name);
-    bind_text(s, ":secrets", t->secrets ? t->secrets : "[]");
     bind_text(s, ":actor", t->actor ? t->actor : "");
     if (sqlite3_step(s) != SQLITE_DONE) {
         int rc = sqlite3_extended_errcode(c->db) == SQLITE_CONSTRAINT_UNIQUE
@@ -102,7 +94,7 @@ static int apply_insert(struct conn *c, void *arg, struct err *err)
         return rc;
     }
     sqlite3_reset(s);
-    return audit(c, "trigger.create", t, err);
+    return audit_change(c, "trigger", "create", t->id, t->actor, t->request_id, err);
 }
 
 int store_trigger_insert(struct store *st, const struct trigger_put *t, struct err *err)
@@ -113,22 +105,10 @@ int store_trigger_insert(struct store *st, const struct trigger_put *t, struct e
 static int apply_update(struct conn *c, void *arg, struct err *err)
 {
     const struct trigger_put *t = arg;
-    int64_t tpk = template_pk(c, t->template_name, err);
-    sqlite3_stmt *s = tpk < 0 ? NULL : STMT(c, G_UPDATE, err);
-    if (!s)
+    sqlite3_stmt *s = bound(c, G_UPDATE, t, err);
+    if (!s || sql_exec_one(c, s, err, "trigger", t->id) < 0)
         return -1;
-    bind_common(s, t, tpk);
-    if (sql_exec_one(c, s, err, "trigger", t->id) < 0)
-        return -1;
-    if (t->secrets) {
-        if (!(s = STMT(c, G_UPDATE_SECRETS, err)))
-            return -1;
-        bind_text(s, ":id", t->id);
-        bind_text(s, ":secrets", t->secrets);
-        if (sql_exec_stmt(c, s, err, "updating the trigger's secrets") < 0)
-            return -1;
-    }
-    return audit(c, "trigger.update", t, err);
+    return audit_change(c, "trigger", "update", t->id, t->actor, t->request_id, err);
 }
 
 int store_trigger_update(struct store *st, const struct trigger_put *t, struct err *err)
@@ -139,13 +119,8 @@ int store_trigger_update(struct store *st, const struct trigger_put *t, struct e
 static int apply_delete(struct conn *c, void *arg, struct err *err)
 {
     const struct trigger_put *t = arg;
-    sqlite3_stmt *s = STMT(c, G_DELETE, err);
-    if (!s)
-        return -1;
-    bind_text(s, ":id", t->id);
-    if (sql_exec_one(c, s, err, "trigger", t->id) < 0)
-        return -1;
-    return audit(c, "trigger.delete", t, err);
+    return delete_audited(c, STMT(c, G_DELETE, err), "trigger", t->id, t->actor, t->request_id,
+                          err);
 }
 
 int store_trigger_delete(struct store *st, const char *id, const char *actor,
@@ -155,7 +130,8 @@ int store_trigger_delete(struct store *st, const char *id, const char *actor,
     return store_write_wait(st, apply_delete, &t, err);
 }
 
-static struct trigger_def *from_row(sqlite3_stmt *s)
+/* Fills a slot of a trigger_def list (an `struct trigger_def *`) from a row of TRIGGER_COLS. */
+static void fill(void *slot, sqlite3_stmt *s)
 {
     struct trigger_def *t = XNEW(struct trigger_def);
     t->pk = col_int(s, 0);
@@ -171,7 +147,7 @@ static struct trigger_def *from_row(sqlite3_stmt *s)
     t->created_by = xstrdup(col_text(s, 10));
     t->created_at = col_int(s, 11);
     t->updated_at = col_int(s, 12);
-    return t;
+    *(struct trigger_def **)slot = t;
 }
 
 void trigger_def_free(struct trigger_def *t)
@@ -190,6 +166,11 @@ void trigger_def_free(struct trigger_def *t)
     free(t);
 }
 
+static void drop(void *slot)
+{
+    trigger_def_free(*(struct trigger_def **)slot);
+}
+
 void trigger_defs_free(struct trigger_def **t, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -201,35 +182,16 @@ struct trigger_def *store_trigger_get(struct store *st, const char *id_or_name, 
 {
     struct conn *c = store_reader(st, err);
     sqlite3_stmt *s = c ? STMT(c, G_GET, err) : NULL;
-    if (!s)
-        return NULL;
-    bind_text(s, ":key", id_or_name);
-    struct trigger_def *t =
-        sql_step_one(c, s, err, "trigger", id_or_name) == 0 ? from_row(s) : NULL;
-    sqlite3_reset(s);
+    struct trigger_def *t = NULL;
+    if (s)
+        bind_text(s, ":key", id_or_name);
+    sql_one(c, s, "trigger", id_or_name, fill, &t, err);
     return t;
 }
 
 int store_trigger_list(struct store *st, struct trigger_def ***out, size_t *n, struct err *err)
 {
-    *out = NULL;
-    *n = 0;
     struct conn *c = store_reader(st, err);
     sqlite3_stmt *s = c ? STMT(c, G_LIST, err) : NULL;
-    if (!s)
-        return -1;
-    size_t cap = 0;
-    int rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        XGROW(*out, *n, cap);
-        (*out)[(*n)++] = from_row(s);
-    }
-    sqlite3_reset(s);
-    if (rc != SQLITE_DONE) {
-        trigger_defs_free(*out, *n);
-        *out = NULL;
-        *n = 0;
-        return sql_fail(c, err, "listing triggers");
-    }
-    return 0;
+    return sql_array(c, s, "listing triggers", sizeof(**out), fill, drop, out, n, err);
 }

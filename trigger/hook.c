@@ -44,12 +44,6 @@ int hook_sender_parse(const char *name, enum hook_sender *out)
     return -1;
 }
 
-const char *hook_kind_name(enum hook_kind k)
-{
-    static const char *const names[] = { "events", "ignored", "sns_subscribe", "sns_unsubscribe" };
-    return (unsigned)k < sizeof(names) / sizeof(names[0]) ? names[k] : "unknown";
-}
-
 static const char *header(const struct hook_request *req, const char *name)
 {
     return req->header ? req->header(req->ctx, name) : NULL;

@@ -3,7 +3,9 @@
  * upload events or a classification: S3 notification `Records[]` (and s3:TestEvent), EventBridge
  * events from API destinations, SNS HTTP(S) messages (SubscriptionConfirmation, Notification
  * carrying an S3 notification, UnsubscribeConfirmation) and MinIO webhook bodies.
- * Recognition: shared/reference/s3-events.md section 0.
+ * Recognition, headers first: SNS by `x-amz-sns-message-type`, EventBridge API destinations by
+ * `User-Agent: Amazon/EventBridge/ApiDestinations`; then the body: `detail-type` (EventBridge),
+ * `EventName` with `Records` (MinIO), `Records` or an s3:TestEvent (S3); docs/triggers.md.
  *
  * hook_parse() never authenticates: for SNS it parses the envelope and the S3 document inside
  * Message; the caller must sns_verify() the envelope before acting on anything (trigger.h does
@@ -81,6 +83,5 @@ enum hook_sender hook_sender_guess(const struct hook_request *req);
 const char *hook_sender_name(enum hook_sender s);
 /* Parses "auto", "s3", "sns", "eventbridge", "minio"; -1 when unknown. */
 int hook_sender_parse(const char *name, enum hook_sender *out);
-const char *hook_kind_name(enum hook_kind k);
 
 #endif

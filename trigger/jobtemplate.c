@@ -9,6 +9,8 @@
  */
 #include "trigger/jobtemplate.h"
 
+#include <ctype.h>
+
 #include "core/buf.h"
 #include "core/jsonx.h"
 #include "trigger/jobtemplate_internal.h"
@@ -53,9 +55,12 @@ static enum place place_of(const struct walk *w)
     return PLACE_NONE;
 }
 
-/* Where the command runs a script given as text: "sh -c SCRIPT" (any flag cluster with c) or
- * an interpreter's "-c"/"-e" code. The script is command[i] or, when the command ends with the
- * flag, args[0]. */
+/* Where a shell runs a script given as text: "sh -c SCRIPT" (any flag cluster with c) or an
+ * interpreter's "-c"/"-e" code, the command's first word. The script is command[i] or, when the
+ * command ends with the flag, args[0]. Its text is the shell's: ${HOME} there is the script's
+ * own, not an unknown variable of the template. Only a shell run directly is found (not one
+ * behind `env` or `timeout`): what keeps values out of scripts is that a variable must be a
+ * whole argument (jobtemplate_argv_slot), not this search. */
 static void find_script(struct walk *w)
 {
     static const char *const shells[] = { "sh", "bash", "dash", "zsh", "ash", "ksh" };
@@ -84,6 +89,109 @@ static void find_script(struct walk *w)
             return;
         }
     }
+}
+
+/* Elements of command; without one the image's entrypoint is the program, one element. */
+static long command_len(const struct walk *w)
+{
+    const json_t *cmd = json_object_get(w->tmpl, "command");
+    return json_is_array(cmd) ? (long)json_array_size(cmd) : 1;
+}
+
+/* Element i of the argv the job runs (command, then args), or NULL when unknown. */
+static const char *argv_at(const struct walk *w, long i)
+{
+    const json_t *cmd = json_object_get(w->tmpl, "command");
+    long ncmd = command_len(w);
+    if (i < 0)
+        return NULL;
+    if (i < ncmd)
+        return json_string_value(json_array_get(cmd, (size_t)i));
+    return json_string_value(json_array_get(json_object_get(w->tmpl, "args"), (size_t)(i - ncmd)));
+}
+
+/* A flag whose next argument is code: -c of shells and python (alone or in a cluster such as
+ * -lc, -euc), -e/-E of perl, ruby, node and sed, and the long forms. */
+static bool code_flag(const char *a)
+{
+    static const char *const longs[] = { "--command", "--eval",   "--exec",  "--execute",
+                                         "-exec",     "-execdir", "--print", "--init-command" };
+    for (size_t i = 0; i < sizeof(longs) / sizeof(longs[0]); i++)
+        if (strcmp(a, longs[i]) == 0)
+            return true;
+    size_t len = strlen(a);
+    if (len < 2 || len > 5 || a[0] != '-' || a[1] == '-')
+        return false;
+    for (size_t i = 1; i < len; i++)
+        if (!isalpha((unsigned char)a[i]))
+            return false;
+    return strpbrk(a + 1, "ceE") != NULL;
+}
+
+/* An argv element that holds a variable: it must be the whole element (jobtemplate_expand
+ * checks that), and not where a program reads code or a program name: the program itself, or
+ * the argument of a flag such as -c or -e. */
+static int argv_slot(struct walk *w)
+{
+    long i = w->index[1] + (strcmp(w->tok[0], "args") == 0 ? command_len(w) : 0);
+    if (i == 0)
+        return jobtemplate_problem(w, "%s",
+                                   "a variable cannot be the program: a value would choose what "
+                                   "runs");
+    const char *prev = argv_at(w, i - 1);
+    if (prev && code_flag(prev))
+        return jobtemplate_problem(w,
+                                   "a variable cannot follow %s: the value would run as code; "
+                                   "pass it as its own argument after the script, or in env",
+                                   prev);
+    return 0;
+}
+
+/* Environment variables that programs read as code, options or where to load code from: a
+ * value there runs as code as surely as in a script. */
+static bool code_env(const char *name)
+{
+    static const char *const names[] = {
+        "BASH_ENV",
+        "ENV",
+        "PROMPT_COMMAND",
+        "PS4",
+        "SHELLOPTS",
+        "BASHOPTS",
+        "IFS",
+        "PATH",
+        "PYTHONSTARTUP",
+        "PYTHONPATH",
+        "PYTHONHOME",
+        "PERL5OPT",
+        "PERL5LIB",
+        "PERLLIB",
+        "RUBYOPT",
+        "RUBYLIB",
+        "NODE_OPTIONS",
+        "NODE_PATH",
+        "JAVA_TOOL_OPTIONS",
+        "_JAVA_OPTIONS",
+        "JDK_JAVA_OPTIONS",
+        "GIT_SSH_COMMAND",
+        "GIT_EXEC_PATH",
+        "EDITOR",
+        "VISUAL",
+        "PAGER",
+    };
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (strcmp(name, names[i]) == 0)
+            return true;
+    return strncmp(name, "LD_", 3) == 0 || strncmp(name, "BASH_FUNC_", 10) == 0;
+}
+
+/* The name of the env variable the walk stands in (object or [{name, value}] form). */
+static const char *env_name(const struct walk *w)
+{
+    const json_t *env = json_object_get(w->tmpl, "env");
+    if (json_is_object(env))
+        return w->tok[1];
+    return json_string_value(json_object_get(json_array_get(env, (size_t)w->index[1]), "name"));
 }
 
 static json_t *walk_node(struct walk *w, const json_t *node);
@@ -120,8 +228,17 @@ static json_t *walk_string(struct walk *w, const json_t *node)
     struct buf b = BUF_INIT;
     enum place place = place_of(w);
     const char *s = json_string_value(node);
+    const char *name = place == PLACE_ENV ? env_name(w) : NULL;
+    bool refs = jobtemplate_has_ref(s);
     if (strlen(s) != json_string_length(node))
         jobtemplate_problem(w, "%s", "contains a NUL character");
+    else if (refs && place == PLACE_ARG && argv_slot(w) < 0)
+        ; /* reported */
+    else if (refs && name && code_env(name))
+        jobtemplate_problem(w,
+                            "%s is read as code or options by the programs of a job: a "
+                            "variable cannot set it",
+                            name);
     else if (jobtemplate_expand(w, s, place, &b) == 0 && place == PLACE_NAME)
         jobtemplate_check_name(w, &b);
     else if (!err_is_set(w->err) && place == PLACE_LABEL)

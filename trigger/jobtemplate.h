@@ -20,13 +20,21 @@
  * Where: only in name, command, args, env values and labels values. Anywhere else a variable is
  * an error at save time; strings outside those places are never changed.
  *
- * Injection: values are carried as whole argv/env strings, which need no quoting. In the name a
- * value is folded to a DNS-1035 fragment (lower case, anything else becomes "-") and the result
- * must be a valid DNS-1035 label; in label values anything outside [A-Za-z0-9._-] becomes "-"
- * and the value is cut to 63 characters. A shell script (command "sh -c SCRIPT", or a command
- * given as one string) never gets substitutions: an object key in a script would run as shell
- * code. Pass it through env and write "$S3_KEY" in the script instead; ${...} of a known variable
- * there is an error at save time, any other ${...} is left to the shell.
+ * Injection: values reach a job only as whole argv elements and environment values, which no
+ * shell parses. In command and args a variable must be the whole element ("${S3_URI}", not
+ * "--data=${S3_URI}" nor "echo ${S3_KEY}"): text around a value is how it ends up inside a
+ * script (`env sh -c`, `timeout 100 bash -c`, `python3 -c`) or an option, and no list of
+ * shells finds every program that parses its arguments. Nor may a variable be the program
+ * (command[0]), follow a flag whose argument is code (-c, -e, -E, --eval, ...), or set an env
+ * variable programs read as code (BASH_ENV, LD_PRELOAD, PYTHONPATH, ...). At render time a
+ * built-in (an object key, say) that starts with '-' is refused in argv: it would be an option.
+ * In the name a value is folded to a DNS-1035 fragment (lower case, anything else becomes "-")
+ * and the result must be a valid DNS-1035 label; in label values anything outside
+ * [A-Za-z0-9._-] becomes "-" and the value is cut to 63 characters. A shell script (command
+ * "sh -c SCRIPT", or a command given as one string) never gets substitutions; ${...} of a known
+ * variable there is an error at save time, any other ${...} is left to the shell. Pass the value
+ * through env and write "$S3_KEY" in the script, or as a positional parameter after it
+ * (["sh", "-c", "cat \"$1\"", "sh", "${S3_KEY}"]).
  */
 #ifndef TY_JOBTEMPLATE_H
 #define TY_JOBTEMPLATE_H

@@ -1,9 +1,11 @@
 /*
- * jobtemplate_internal: the walk over a job template, shared by jobtemplate.c (the walk over
- * the JSON, the variables block, validate and render), jobtemplate_subst.c (one string:
- * references, substitution, names and label values) and jobtemplate_values.c (values and
- * variable names). Not for use outside these files. A walk lives on the caller's stack for
- * one validate or render call; nothing here keeps state between calls.
+ * jobtemplate_internal: the walk over a job template. jobtemplate.c (the walk over the JSON,
+ * the variables block, validate and render) and jobtemplate_subst.c (one string: references,
+ * substitution, names and label values) are one module in two files around struct walk: the
+ * walk owns the path and the errors, a string's substitution reads its values and variables.
+ * jobtemplate_values.c (values and variable names) needs no walk, only its functions are
+ * here. Not for use outside these files. A walk lives on the caller's stack for one validate
+ * or render call; nothing here keeps state between calls.
  */
 #ifndef TY_JOBTEMPLATE_INTERNAL_H
 #define TY_JOBTEMPLATE_INTERNAL_H

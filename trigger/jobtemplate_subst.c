@@ -117,6 +117,14 @@ static int substitute(struct walk *w, const struct ref *r, enum place place, str
         snprintf(n, sizeof(n), "%.*s", (int)r->nlen, r->name);
         return jobtemplate_problem(w, "variable %s has no value and no default", n);
     }
+    if (place == PLACE_ARG && v[0] == '-' && jobtemplate_is_builtin(r->name, r->nlen)) {
+        char n[VARNAME_MAX + 1];
+        snprintf(n, sizeof(n), "%.*s", (int)r->nlen, r->name);
+        return jobtemplate_problem(w,
+                                   "the value of %s starts with '-': the program would read it "
+                                   "as an option",
+                                   n);
+    }
     put_value(out, v, strlen(v), place);
     return 0;
 }
@@ -145,6 +153,20 @@ static int check_untouched(struct walk *w, const char *s, enum place place)
     return 0;
 }
 
+/* An argument is a variable and nothing else: "--data=${S3_URI}" or "x ${S3_KEY}" would put the
+ * value inside text that some program parses (an option, a script behind `env sh -c`, an
+ * interpreter's code), and no search for shells finds every such program. */
+static int check_whole(struct walk *w, const char *s)
+{
+    struct ref r;
+    if (!jobtemplate_has_ref(s) || (parse_ref(s, &r) && r.len == strlen(s)))
+        return 0;
+    return jobtemplate_problem(w, "%s",
+                               "a variable must be a whole argument (\"${NAME}\", nothing around "
+                               "it): pass \"--flag\", \"${NAME}\" as two arguments, or the value "
+                               "in env");
+}
+
 int jobtemplate_expand(struct walk *w, const char *s, enum place place, struct buf *out)
 {
     struct ref r;
@@ -152,6 +174,8 @@ int jobtemplate_expand(struct walk *w, const char *s, enum place place, struct b
         buf_puts(out, s);
         return check_untouched(w, s, place);
     }
+    if (place == PLACE_ARG && check_whole(w, s) < 0)
+        return -1;
     for (const char *p = s; *p;) {
         if (p[0] == '$' && p[1] == '$') {
             buf_putc(out, '$');

@@ -2,7 +2,9 @@
  * s3event: one "object uploaded" event, normalised from whichever sender delivered it, and the
  * parsers of the three record shapes that carry such events: the S3 notification `Records[]`
  * document (AWS directly, through SNS, or a MinIO webhook body) and an EventBridge event.
- * Formats: shared/reference/s3-events.md sections 1, 2 and 4.
+ * Formats: AWS's "Event message structure" (S3 User Guide, notification-content-structure),
+ * "Amazon S3 events delivered to EventBridge" (ev-events), and MinIO's webhook target, which
+ * sends one record with a top-level EventName and Key; docs/triggers.md has what we take.
  *
  * Only uploads (ObjectCreated:{Put,Post,Copy,CompleteMultipartUpload}) become events; every
  * other record is counted as ignored with a reason, so the caller can acknowledge it.

@@ -9,7 +9,6 @@
  */
 #include "trigger/sns.h"
 
-#include <curl/curl.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
@@ -19,8 +18,8 @@
 
 #include "core/clock.h"
 #include "core/crypto.h"
+#include "core/httpc.h"
 #include "core/xalloc.h"
-#include "trigger/httpc.h"
 
 #define CACHE_MAX 32
 #define CERT_MAX  (64 * 1024)
@@ -161,73 +160,46 @@ static bool plain_ascii(const char *s)
 }
 
 /* Host (and port) allowed by the policy. */
-static int check_host(const struct sns_policy *p, CURLU *u, struct err *err)
+static int check_host(const struct sns_policy *p, const struct httpc_url *u, struct err *err)
 {
-    char *host = NULL, *port = NULL;
-    int rc = -1;
-    if (curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK)
+    if (!u->host)
         return err_set(err, ERR_UNAUTHORIZED, "URL has no host");
-    curl_url_get(u, CURLUPART_PORT, &port, 0);
     if (p && p->test_host) {
         char hostport[300];
-        snprintf(hostport, sizeof(hostport), port ? "%s:%s" : "%s", host, port);
-        if (strcmp(hostport, p->test_host) == 0)
-            rc = 0;
-        else
-            err_set(err, ERR_UNAUTHORIZED, "host %.100s is not the test host", hostport);
-    } else if (!sns_host(host)) {
-        err_set(err, ERR_UNAUTHORIZED, "host %.100s is not an SNS host", host);
-    } else if (port && strcmp(port, "443") != 0) {
-        err_set(err, ERR_UNAUTHORIZED, "port %.10s is not 443", port);
-    } else {
-        rc = 0;
+        snprintf(hostport, sizeof(hostport), u->port ? "%s:%s" : "%s", u->host, u->port);
+        if (strcmp(hostport, p->test_host) != 0)
+            return err_set(err, ERR_UNAUTHORIZED, "host %.100s is not the test host", hostport);
+        return 0;
     }
-    curl_free(host);
-    curl_free(port);
-    return rc;
-}
-
-static bool has_part(CURLU *u, CURLUPart part)
-{
-    char *v = NULL;
-    bool has = curl_url_get(u, part, &v, 0) == CURLUE_OK && v && *v;
-    curl_free(v);
-    return has;
+    if (!sns_host(u->host))
+        return err_set(err, ERR_UNAUTHORIZED, "host %.100s is not an SNS host", u->host);
+    if (u->port && strcmp(u->port, "443") != 0)
+        return err_set(err, ERR_UNAUTHORIZED, "port %.10s is not 443", u->port);
+    return 0;
 }
 
 int sns_check_url(const struct sns_policy *p, const char *url, bool cert, struct err *err)
 {
     const char *what = cert ? "SigningCertURL" : "SubscribeURL";
-    char *scheme = NULL, *path = NULL;
+    struct httpc_url u;
     int rc = -1;
     if (!url || !plain_ascii(url))
         return err_set(err, ERR_UNAUTHORIZED, "%s: missing or not a plain URL", what);
-    CURLU *u = curl_url();
-    if (!u)
-        abort();
-    if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK) {
+    if (httpc_url_parse(url, &u, NULL) < 0) {
         err_set(err, ERR_UNAUTHORIZED, "%s: not a URL", what);
-        goto out;
-    }
-    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0);
-    curl_url_get(u, CURLUPART_PATH, &path, 0);
-    if (!scheme || strcmp(scheme, "https") != 0) {
+    } else if (!u.scheme || strcmp(u.scheme, "https") != 0) {
         err_set(err, ERR_UNAUTHORIZED, "%s: scheme must be https", what);
-    } else if (has_part(u, CURLUPART_USER) || has_part(u, CURLUPART_PASSWORD) ||
-               has_part(u, CURLUPART_FRAGMENT) || (cert && has_part(u, CURLUPART_QUERY))) {
+    } else if (u.user || u.password || u.fragment || (cert && u.query)) {
         err_set(err, ERR_UNAUTHORIZED, "%s: must not carry userinfo, a fragment%s", what,
                 cert ? " or a query" : "");
-    } else if (cert && (!path || strlen(path) < 5 || strcmp(path + strlen(path) - 4, ".pem"))) {
+    } else if (cert && (strlen(u.path) < 5 || strcmp(u.path + strlen(u.path) - 4, ".pem"))) {
         err_set(err, ERR_UNAUTHORIZED, "%s: path must end in .pem", what);
-    } else if (check_host(p, u, err) < 0) {
+    } else if (check_host(p, &u, err) < 0) {
         err_wrap(err, "%s", what);
     } else {
         rc = 0;
     }
-out:
-    curl_free(scheme);
-    curl_free(path);
-    curl_url_cleanup(u);
+    httpc_url_release(&u);
     return rc;
 }
 
@@ -251,17 +223,18 @@ static char *dup_or_null(const char *s)
     return s ? xstrdup(s) : NULL;
 }
 
-/* The default fetcher: one HTTPS GET with a fresh handle (fetches are rare: one per URL). */
+/* The default fetcher: one HTTPS GET with a fresh client (fetches are rare: one per URL). */
 static int fetch_https(void *ctx, const char *url, struct buf *out, struct err *err)
 {
     const struct sns_policy *p = ctx;
     struct httpc_options o = {
         .timeout_ms = 5000, .max_body = CERT_MAX, .https_only = true, .ca_file = p->test_ca_file
     };
-    struct httpc *h = httpc_new(&o);
+    struct httpc *h = httpc_new(&o, err);
+    struct httpc_request rq = { .url = url };
     struct httpc_response r;
     httpc_response_init(&r);
-    int rc = httpc_get(h, url, &r, err);
+    int rc = httpc_do(h, &rq, &r, err);
     if (rc == 0 && (r.status != 200 || r.truncated))
         rc = err_set(err, ERR_UPSTREAM, "fetching %s: HTTP %ld%s", url, r.status,
                      r.truncated ? " (too large)" : "");

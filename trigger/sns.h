@@ -2,7 +2,10 @@
  * sns: Amazon SNS HTTP(S) messages: the envelope, the string that SNS signs, the checks on the
  * certificate and subscribe URLs, and signature verification (SignatureVersion 1 = SHA1withRSA,
  * 2 = SHA256withRSA) with certificates fetched once per URL and cached.
- * Exact algorithm: shared/reference/s3-events.md section 3.4.
+ * Algorithm: AWS's "Verifying the signatures of Amazon SNS messages" (SNS Developer Guide) and
+ * AWS's own validators (aws-php-sns-message-validator, sns-validator): the string to sign from
+ * the message's fields in a fixed order, https SigningCertURL on an sns.<region>.amazonaws.com
+ * host ending in .pem; docs/triggers.md lists every check.
  *
  * Test mode: a struct sns_policy with test_host set accepts that one host[:port] instead of the
  * SNS host pattern, and test_ca_file is the CA used to fetch from it. A zeroed policy is the
@@ -69,7 +72,8 @@ struct sns_policy {
 int sns_check_url(const struct sns_policy *p, const char *url, bool cert, struct err *err);
 
 /* Fetches a certificate PEM; the interface lets tests inject one. Returns 0, or -1 with
- * ERR_UPSTREAM / ERR_TIMEOUT (a temporary failure: answer 5xx so SNS retries). */
+ * ERR_UPSTREAM (an answer other than 200), ERR_UNAVAILABLE (no answer) or ERR_TIMEOUT: all
+ * temporary failures, answered 5xx so that SNS retries. */
 struct sns_fetcher {
     int (*fetch)(void *ctx, const char *url, struct buf *out, struct err *err);
     void *ctx;
@@ -77,7 +81,7 @@ struct sns_fetcher {
 
 struct sns_verifier;
 
-/* Copies policy (and its strings). fetcher NULL: fetch over HTTPS with libcurl (httpc), with
+/* Copies policy (and its strings). fetcher NULL: fetch over HTTPS (core/httpc), with
  * policy->test_ca_file as the CA when set. Never NULL; free with sns_verifier_free(). */
 struct sns_verifier *sns_verifier_new(const struct sns_policy *policy,
                                       const struct sns_fetcher *fetcher);

@@ -1,16 +1,13 @@
 /*
  * webhook: outbound notification payloads, Standard Webhooks signing and the retry schedule.
- * It does not send (httpc.c) or queue (the caller's delivery loop). Pure functions apart from
+ * It does not send (core/httpc.c) or queue (the caller's delivery loop). Pure functions apart from
  * webhook_new_id(), which reads the kernel's random source; thread-safe.
  */
 #include "trigger/webhook.h"
 
-#include <time.h>
-
 #include "core/clock.h"
 #include "core/crypto.h"
 #include "core/jsonx.h"
-#include "core/parse.h"
 #include "core/xalloc.h"
 #include "trigger/stdwebhook.h"
 
@@ -211,20 +208,4 @@ int64_t webhook_retry_delay(const struct webhook_retry *p, int failed, uint32_t 
     if (retry_after_ms > delay)
         delay = retry_after_ms < 24 * 3600 * 1000LL ? retry_after_ms : 24 * 3600 * 1000LL;
     return delay;
-}
-
-int64_t webhook_retry_after_ms(const char *value, int64_t now_ns)
-{
-    int64_t secs;
-    struct tm tm;
-    if (!value || !*value)
-        return -1;
-    if (parse_int64(value, 0, 365LL * 24 * 3600, &secs) == 0)
-        return secs * 1000;
-    memset(&tm, 0, sizeof(tm));
-    const char *end = strptime(value, "%a, %d %b %Y %H:%M:%S GMT", &tm);
-    if (!end || *end)
-        return -1;
-    int64_t ms = ((int64_t)timegm(&tm) * NS_PER_SEC - now_ns) / NS_PER_MS;
-    return ms > 0 ? ms : 0;
 }

@@ -1,8 +1,9 @@
 /*
  * webhook: outbound job notifications. Builds the payload for a job state change (our JSON, or
  * a Slack-compatible message), signs it with Standard Webhooks headers, tells what a response
- * status means, and computes the retry schedule. Sending is httpc_post(); the queue, the
- * background thread, per-job ordering and the delivery log belong to the caller.
+ * status means, and computes the retry schedule. Sending is httpc_do() (core/httpc.h, which
+ * also parses Retry-After); the queue, the background thread, per-job ordering and the
+ * delivery log belong to the caller.
  *
  * Payload (Content-Type: application/json):
  *   {"type": "job.failed", "timestamp": "2026-11-22T02:54:37.123456Z",
@@ -61,7 +62,7 @@ char *webhook_body(enum webhook_event e, const struct webhook_job *job, bool sla
 /* A fresh message id; keep it for every retry of the same message. */
 void webhook_new_id(char out[WEBHOOK_ID_LEN]);
 
-/* The request headers, "Name: value" each, NULL-terminated: ready for httpc_post(). */
+/* The request headers, "Name: value" each, NULL-terminated: ready for httpc_do(). */
 struct webhook_headers {
     char *lines[5];
 };
@@ -93,9 +94,5 @@ struct webhook_retry {
  * step. A Retry-After (retry_after_ms >= 0) is honoured when it asks for longer. Pure. */
 int64_t webhook_retry_delay(const struct webhook_retry *p, int failed, uint32_t rnd,
                             int64_t retry_after_ms);
-
-/* Parses a Retry-After value (delta seconds or an HTTP date) into ms from now_ns; -1 when
- * absent or malformed. */
-int64_t webhook_retry_after_ms(const char *value, int64_t now_ns);
 
 #endif

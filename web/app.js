@@ -9,10 +9,11 @@ import logs from './logs.js';
 import submit from './submit.js';
 import nodes from './nodes.js';
 import hooks from './hooks.js';
+import usage from './usage.js';
 
 const $ = id => document.getElementById(id);
 const TITLES = { jobs: 'Jobs', job: 'Job', logs: 'Logs', submit: 'Submit a job', nodes: 'Nodes',
-  hooks: 'Triggers and webhooks', notfound: 'Not found' };
+  hooks: 'Triggers and webhooks', usage: 'Usage', notfound: 'Not found' };
 let authOn = null;
 
 const notfound = {
@@ -95,7 +96,7 @@ async function main() {
   renderSession();
   if (authOn && !api.token()) await api.askToken('This daemon needs an API token.');
   api.routes();
-  start({ jobs, job, logs, submit, nodes, hooks, notfound }, $('main'), onRoute);
+  start({ jobs, job, logs, submit, nodes, hooks, usage, notfound }, $('main'), onRoute);
 }
 
 main();

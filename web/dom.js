@@ -105,14 +105,18 @@ export function size(spec) {
     : `${nodes} × ${ppn} proc${ppn === 1 ? '' : 's'}`;
 }
 
-// Progress of a job (step / total, ETA) when the daemon reports it.
+// Progress of a job (step / total, ETA) when the daemon reports it; the epoch when it knows no
+// step (Hugging Face dicts carry none).
 export function progressEl(p) {
-  if (!p || typeof p !== 'object' || p.step === undefined || p.step === null) return null;
+  if (!p || typeof p !== 'object') return null;
+  const hasStep = p.step !== undefined && p.step !== null;
+  if (!hasStep && typeof p.epoch !== 'number') return null;
   const total = p.total_steps || p.total;
   const wrap = h('span', { class: 'progress' });
-  if (total) wrap.append(h('progress', { max: total, value: Math.min(p.step, total),
+  if (hasStep && total) wrap.append(h('progress', { max: total, value: Math.min(p.step, total),
     'aria-label': `step ${p.step} of ${total}` }));
-  wrap.append(h('span', {}, total ? `${num(p.step)} / ${num(total)}` : `step ${num(p.step)}`));
+  wrap.append(h('span', {}, !hasStep ? `epoch ${+p.epoch.toPrecision(4)}`
+    : total ? `${num(p.step)} / ${num(total)}` : `step ${num(p.step)}`));
   if (p.eta_seconds > 0 && !p.finished) wrap.append(h('span', { class: 'muted' },
     ` · ETA ${duration(p.eta_seconds * 1000)}`));
   return wrap;
@@ -168,12 +172,16 @@ export function valueCell(k, v, outcomes) {
   return brief(v);
 }
 
-// Modal confirmation with the page's <dialog>; resolves true when confirmed.
-export function confirmDialog(title, message, ok = 'OK') {
+// Modal confirmation with the page's <dialog>; resolves true when confirmed. The two buttons
+// say what each does ("Keep it running" / "Cancel the job"); a destructive one is red.
+export function confirmDialog(title, message, ok = 'OK', { cancel = 'Go back', danger = false } = {}) {
   const dlg = document.getElementById('confirm-dialog');
   document.getElementById('confirm-title').textContent = title;
   document.getElementById('confirm-message').textContent = message;
-  document.getElementById('confirm-ok').textContent = ok;
+  const okBtn = document.getElementById('confirm-ok');
+  okBtn.textContent = ok;
+  okBtn.className = danger ? 'danger-fill' : 'primary';
+  document.getElementById('confirm-cancel').textContent = cancel;
   dlg.returnValue = '';
   dlg.showModal();
   return new Promise(resolve => dlg.addEventListener('close',

@@ -45,14 +45,14 @@ function fillRow(row, job, now) {
   row.tr.dataset.id = job.id;
   row.tr.dataset.state = job.state;
   const key = JSON.stringify([job.state, job.labels, job.progress, job.message, job.first_failure,
-    job.spec && job.spec.resources, job.executor]);
+    (job.spec_size || job.spec || {}).resources, job.executor]);
   if (key !== row.key) {
     row.key = key;
     clear(cells[0], badge(job.state));
     clear(row.labels, Object.entries(job.labels || {}).map(([k, v]) =>
       h('span', { class: 'chip' }, `${k}=${v}`)));
     cells[2].textContent = job.executor || '—';
-    cells[3].textContent = size(job.spec);
+    cells[3].textContent = size(job.spec_size || job.spec); // list items carry only the size
     clear(cells[6], progressEl(job.progress && TERMINAL.has(job.state) ? { ...job.progress, finished: true } : job.progress) || h('span', { class: 'muted' }, '—'));
     const text = failureText(job);
     cells[7].className = job.first_failure || job.state === 'failed' ? 'failure' : 'muted';

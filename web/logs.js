@@ -236,6 +236,9 @@ export default {
       }
       clear(title, 'Logs · ', h('a', { href: href(`/jobs/${id}`) }, job.name));
       clear(stateEl, badge(job.state));
+      /* an ended job has nothing to follow: no button that looks pressed */
+      followBtn.hidden = !live();
+      if (!live()) followBtn.setAttribute('aria-pressed', 'false');
       document.title = `Logs · ${job.name} · trainyard`;
     }
 

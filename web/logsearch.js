@@ -39,7 +39,8 @@ export function charRanges(line, spans) {
 
 function lineEl(l, cls, ranges, onJump) {
   const text = ranges ? l.line : cleanLine(l.line);
-  return h('div', { class: `sline ${cls} rk${((l.rank % 12) + 12) % 12}${l.stream === 'stderr' ? ' err' : ''}` },
+  return h('div', { class: `sline ${cls} rk${((l.rank % 12) + 12) % 12}${l.stream === 'stderr' ? ' err' : ''}`,
+    dataset: { seq: l.seq } },
     h('button', { type: 'button', class: 'seq link', 'aria-label': `Show line ${l.seq} in the log`,
       on: { click: () => onJump(l.seq) } }, String(l.seq)),
     h('span', { class: 'rank', title: `rank ${l.rank}` }, l.rank),
@@ -66,6 +67,7 @@ export function searchPanel({ jobId, filters, onJump }) {
   const el = h('section', { class: 'card search', 'aria-labelledby': 'search-title', hidden: true },
     h('div', { class: 'card-head' }, heading, closeBtn), summary, list, more);
   let q = '', next = null, total = 0, gen = 0;
+  const shown = new Map(); /* seq -> its element in the list */
   closeBtn.addEventListener('click', () => { el.hidden = true; });
   more.addEventListener('click', () => page(next));
 
@@ -87,19 +89,29 @@ export function searchPanel({ jobId, filters, onJump }) {
     if (mine !== gen) return;
     const terms = queryTerms(q);
     for (const m of res.matches) {
-      list.append(h('li', { class: 'match' },
-        (m.before || []).map(l => lineEl(l, 'ctx', null, onJump)),
-        hitEl(m, terms, onJump),
-        (m.after || []).map(l => lineEl(l, 'ctx', null, onJump))));
+      /* a line is shown once: context of two matches, or a match that was another's context */
+      const prev = shown.get(m.seq);
+      const hit = hitEl(m, terms, onJump);
+      if (prev) { prev.replaceWith(hit); shown.set(m.seq, hit); }
+      const ctx = ls => ls.filter(l => !shown.has(l.seq)).map(l => {
+        const el = lineEl(l, 'ctx', null, onJump);
+        shown.set(l.seq, el);
+        return el;
+      });
+      const before = ctx(m.before || []);
+      if (!prev) shown.set(m.seq, hit);
+      const after = ctx(m.after || []);
+      if (!prev) list.append(h('li', { class: 'match' }, before, hit, after));
+      else if (after.length) hit.after(...after);
     }
     total += res.matches.length;
     next = res.next_after;
     more.hidden = !next;
     const secs = res.stats && typeof res.stats.seconds === 'number' ? ` in ${res.stats.seconds.toFixed(2)} s` : '';
-    const shown = q.includes('"') ? q : `“${q}”`;
+    const said = q.includes('"') ? q : `“${q}”`;
     summary.textContent = total
-      ? `${total}${next ? '+' : ''} matching line${total === 1 ? '' : 's'} for ${shown}${secs}.`
-      : `No line holds ${shown}.`;
+      ? `${total}${next ? '+' : ''} matching line${total === 1 ? '' : 's'} for ${said}${secs}.`
+      : `No line holds ${said}.`;
   }
 
   return {
@@ -109,6 +121,7 @@ export function searchPanel({ jobId, filters, onJump }) {
       q = query;
       next = null;
       total = 0;
+      shown.clear();
       list.replaceChildren();
       summary.textContent = 'Searching…';
       heading.textContent = `Search: ${q}`;

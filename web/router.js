@@ -1,6 +1,6 @@
 // router: hash routes, so that every view has a URL that can be shared and reloaded:
 //   #/jobs?state=running&selector=team%3Dnlp   #/jobs/ID   #/jobs/ID/logs?rank=3&q=nccl&seq=42
-//   #/submit?from=ID   #/nodes   #/hooks?trigger=ID
+//   #/submit?from=ID   #/nodes   #/hooks?trigger=ID   #/usage?range=30d&by=label:team
 // A view is {mount(main, route) -> {update(route)?, unmount()?}}. A change of query only
 // (filters) calls update() on the mounted view instead of mounting it again.
 
@@ -11,6 +11,7 @@ const table = [
   [/^\/submit$/, 'submit'],
   [/^\/nodes$/, 'nodes'],
   [/^\/hooks$/, 'hooks'],
+  [/^\/usage$/, 'usage'],
 ];
 
 export function parse(hash) {

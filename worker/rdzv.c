@@ -243,11 +243,6 @@ void rdzv_close(struct rdzv *r)
     free(desc);
 }
 
-const char *rdzv_describe(const struct rdzv *r)
-{
-    return r->desc;
-}
-
 static int bad_key(const char *key, struct err *err)
 {
     return err_set(err, ERR_INVALID, "rendezvous key '%s': expected 1-128 of [A-Za-z0-9._-]", key);

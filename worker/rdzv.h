@@ -27,8 +27,6 @@ struct rdzv;
 /* spec NULL: from the environment as above. Caller closes with rdzv_close(). */
 struct rdzv *rdzv_open(const char *spec, const struct rankenv *re, struct err *err);
 void rdzv_close(struct rdzv *r);
-/* "http:URL" or "dir:PATH"; borrowed. */
-const char *rdzv_describe(const struct rdzv *r);
 
 int rdzv_set(struct rdzv *r, const char *key, const char *value, struct err *err);
 /* Waits up to wait_ms for key to exist. Returns the value (caller frees), or NULL with

@@ -10,9 +10,9 @@
 #include <time.h>
 
 #include "core/clock.h"
+#include "core/httpc.h"
 #include "core/jsonx.h"
 #include "core/xalloc.h"
-#include "worker/httpc.h"
 #include "worker/metrics.h"
 
 #define BATCH_MAX       1000
@@ -35,7 +35,7 @@ struct reporter {
     int exit_code, exit_signal, has_exit;
     struct reporter_stats st;
     int enabled;
-    struct httpc http;
+    struct httpc *http;
     char *hb_path, *pf_path;
     pthread_t thread;
     int running, stopping, interval_ms;
@@ -56,7 +56,9 @@ struct reporter *reporter_new(const char *base_url, const char *token, const cha
             reporter_free(r);
             return NULL;
         }
-        if (httpc_init(&r->http, base_url, token, err) < 0) {
+        struct httpc_options o = { .base_url = base_url, .bearer = token };
+        r->http = httpc_new(&o, err);
+        if (!r->http) {
             reporter_free(r);
             return NULL;
         }
@@ -77,8 +79,7 @@ void reporter_free(struct reporter *r)
     if (!r)
         return;
     reporter_stop(r);
-    if (r->enabled)
-        httpc_release(&r->http);
+    httpc_free(r->http);
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->cv);
     free(r->ring);
@@ -152,13 +153,21 @@ static char *heartbeat_body(struct reporter *r, size_t n, uint64_t dropped)
 static int post(struct reporter *r, const char *path, const char *body, long timeout_ms,
                 struct err *err)
 {
-    struct buf resp = BUF_INIT;
-    long status;
-    int ret = httpc_do(&r->http, "POST", path, body, timeout_ms, &status, &resp, err);
-    if (ret == 0 && (status < 200 || status > 299))
-        ret = err_set(err, status >= 500 ? ERR_UNAVAILABLE : ERR_UPSTREAM, "POST %s: HTTP %ld",
-                      path, status);
-    buf_release(&resp);
+    static const char *const headers[] = { "Content-Type: application/json",
+                                           "Accept: application/json", NULL };
+    struct httpc_request rq = { .method = "POST",
+                                .url = path,
+                                .headers = headers,
+                                .body = body,
+                                .body_len = strlen(body),
+                                .timeout_ms = timeout_ms };
+    struct httpc_response resp;
+    httpc_response_init(&resp);
+    int ret = httpc_do(r->http, &rq, &resp, err);
+    if (ret == 0 && (resp.status < 200 || resp.status > 299))
+        ret = err_set(err, resp.status >= 500 ? ERR_UNAVAILABLE : ERR_UPSTREAM, "POST %s: HTTP %ld",
+                      path, resp.status);
+    httpc_response_release(&resp);
     return ret;
 }
 

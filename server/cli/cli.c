@@ -1,11 +1,10 @@
 /*
  * cli: `trainyard <command>` for everything but the daemon's own subcommands: the command
- * table, help, settings, and the one HTTP client of the process. It does not talk HTTP itself
- * (cli_http.c) nor format (cli_out.c); each command lives in its own file. Single-threaded.
+ * table, help, settings, and the one HTTP client of the process (core/httpc: retries, backoff,
+ * Retry-After, streams). It does not format (cli_out.c); each command lives in its own file.
+ * Single-threaded.
  */
 #include "server/cli/cli.h"
-
-#include <curl/curl.h>
 
 #include "server/cli/cli_args.h"
 #include "server/cli/cli_internal.h"
@@ -29,10 +28,18 @@ static const struct command commands[] = {
     { "events", cli_cmd_events, 1, 1, "ID", "the job's timeline" },
     { "diagnosis", cli_cmd_diagnosis, 1, 1, "ID", "which rank failed first, and why" },
     { "cancel", cli_cmd_cancel, 1, 1, "ID", "cancel a job" },
+    { "suspend", cli_cmd_suspend, 1, 1, "ID",
+      "suspend a job: SIGTERM and the grace period to checkpoint, its GPUs back to the queue" },
+    { "resume", cli_cmd_resume, 1, 1, "ID",
+      "let a suspended job start again, from its checkpoint" },
     { "wait", cli_cmd_wait, 1, 1, "ID", "wait for a job to end; exit status = its result" },
     { "nodes", cli_cmd_nodes, 0, 0, "", "the cluster's nodes (Kubernetes executor)" },
     { "templates", cli_cmd_templates, 0, 0, "", "job templates" },
     { "triggers", cli_cmd_triggers, 0, 0, "", "S3 triggers" },
+    { "policies", cli_cmd_policies, 0, 0, "", "cluster policies: what tokens' jobs may use" },
+    { "queues", cli_cmd_queues, 0, 0, "",
+      "queues: priority, GPU quota, what they use and wait for" },
+    { "usage", cli_cmd_usage, 0, 1, "[ID]", "GPU-hours and cost, grouped; or one job's" },
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -93,16 +100,27 @@ static int setup(struct cli *c)
         cli_setting(c->a.retry_for, "TRAINYARD_RETRY_FOR", c->config, "retry_for", "60s");
     if (!err_is_set(&err))
         cli_duration_arg("--retry-for", rf, &retry_for, &err);
-    struct cli_http_options ho = {
-        .url = cli_setting(c->a.url, "TRAINYARD_URL", c->config, "url", NULL),
-        .token = cli_setting(c->a.token, "TRAINYARD_TOKEN", c->config, "token", NULL),
-        .cacert = cli_setting(c->a.cacert, "TRAINYARD_CACERT", c->config, "cacert", NULL),
-        .retry_for_ns = retry_for,
+    const char *url = cli_setting(c->a.url, "TRAINYARD_URL", c->config, "url", NULL);
+    if (!url || !*url)
+        url = "http://127.0.0.1:8080";
+    /* "host:port" means http. */
+    char *base = strstr(url, "://") ? xstrdup(url) : xasprintf("http://%s", url);
+    c->retry_for_ns = retry_for > 0 ? retry_for : 60 * NS_PER_SEC;
+    struct httpc_options ho = {
+        .base_url = base,
+        .bearer = cli_setting(c->a.token, "TRAINYARD_TOKEN", c->config, "token", NULL),
+        .ca_file = cli_setting(c->a.cacert, "TRAINYARD_CACERT", c->config, "cacert", NULL),
+        .connect_timeout_ms = 5000,
+        .timeout_ms = 30000,
+        .max_body = CLI_BODY_MAX,
+        .user_agent = "trainyard-cli/" TY_VERSION,
+        .retry_for_ns = c->retry_for_ns,
         .notice = notice,
         .notice_ctx = c,
     };
     if (!err_is_set(&err))
-        cli_http_open(&c->http, &ho, &err);
+        c->http = httpc_new(&ho, &err);
+    free(base);
     if (warning)
         cli_note(c, "warning: %s", warning);
     free(warning);
@@ -156,11 +174,9 @@ int cli_main(int argc, char **argv)
     struct cli c;
     memset(&c, 0, sizeof(c));
     c.now_ns = clock_now_ns();
-    curl_global_init(CURL_GLOBAL_DEFAULT);
     int rc = run(&c, argc, argv);
     fflush(stdout);
-    cli_http_close(&c.http);
+    httpc_free(c.http);
     json_decref(c.config);
-    curl_global_cleanup();
     return rc;
 }

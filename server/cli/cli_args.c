@@ -48,13 +48,25 @@ static const struct opt opts[] = {
     { "state", 0, VALUE, A(state), " jobs ", "S,S", "only jobs in these states" },
     { "selector", 'l', VALUE, A(selector), " jobs ", "SEL", "labels: team=nlp,env!=dev" },
     { "name", 0, VALUE, A(name), " jobs ", "NAME", "only jobs with this name" },
-    { "limit", 0, VALUE, A(limit), " jobs ", "N", "at most N jobs (50)" },
+    { "limit", 0, VALUE, A(limit), " jobs usage ", "N", "at most N jobs (50) or groups (1000)" },
     { "rank", 0, VALUE, A(rank), " logs ", "R", "only these ranks (0,3-5)" },
+    { "attempt", 0, VALUE, A(attempt), " logs ", "N", "only this attempt (0: the first run)" },
+    { "since", 0, VALUE, A(since), " logs ", "TIME", "from this time on (RFC 3339, or 10m ago)" },
+    { "until", 0, VALUE, A(until), " logs ", "TIME", "before this time (RFC 3339, or 5m ago)" },
     { "grep", 0, VALUE, A(grep), " logs ", "Q", "only lines with these words, \"phrases\"" },
     { "tail", 0, VALUE, A(tail), " logs ", "N", "the last N lines (then on, with -f)" },
     { "stream", 0, VALUE, A(stream), " logs ", "stdout|stderr", "one stream only" },
     { "strip-ansi", 0, FLAG, A(strip_ansi), " logs ", NULL, "remove colour codes" },
     { "timestamps", 't', FLAG, A(timestamps), " logs ", NULL, "show each line's time" },
+    /* usage */
+    { "from", 0, VALUE, A(from), " usage ", "T", "since T: RFC 3339, 2026-03-01 or 7d ago (30d)" },
+    { "to", 0, VALUE, A(to), " usage ", "T", "until T (now)" },
+    { "by", 0, VALUE, A(by), " usage ", "G,G",
+      "group by owner, queue, executor, instance_type, capacity_type, day, label:KEY (owner)" },
+    { "owner", 0, VALUE, A(owner), " usage ", "NAME", "only this owner's jobs" },
+    { "queue", 0, VALUE, A(queue), " usage ", "Q", "only this queue's jobs" },
+    { "executor", 0, VALUE, A(executor), " usage ", "E", "only local or kubernetes jobs" },
+    { "label", 0, VALUE, A(label), " usage ", "K=V", "only jobs with this label" },
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 

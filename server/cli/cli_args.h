@@ -6,10 +6,38 @@
 #define TY_CLI_ARGS_H
 
 #include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
-#include "server/cli/cli_internal.h"
 #include "core/err.h"
+
+#define CLI_MAX_SETS 128
+#define CLI_MAX_POS  4
+
+/* Every option of every command; which command takes which is in cli.c's table. Strings are
+ * borrowed from argv. */
+struct cli_args {
+    const char *command;
+    const char *pos[CLI_MAX_POS];
+    size_t npos;
+    /* global */
+    const char *url, *token, *config, *output, *cacert, *retry_for;
+    bool help, quiet;
+    /* submit */
+    const char *sets[CLI_MAX_SETS];
+    size_t nsets;
+    const char *template_name, *idempotency_key, *timeout;
+    bool dry_run, follow, wait;
+    /* jobs */
+    const char *state, *selector, *name, *limit;
+    /* logs */
+    const char *rank, *grep, *tail, *stream, *attempt, *since, *until;
+    bool strip_ansi, timestamps;
+    /* usage (cli_usage.c) */
+    const char *from, *to, *by, *owner, *queue, *executor, *label;
+};
 
 /* Fills a from argv (argv[0] included: it is the command or an option). ERR_INVALID for an
  * unknown option, a missing value, or an option the command does not take. */

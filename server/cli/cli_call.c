@@ -59,18 +59,23 @@ void cli_note(struct cli *c, const char *fmt, ...)
     va_end(ap);
 }
 
-int cli_send(struct cli *c, const struct cli_request *rq, struct cli_response *resp)
+const char *const cli_accept_json[] = { "Accept: application/json, application/problem+json",
+                                        NULL };
+
+int cli_send(struct cli *c, const struct httpc_request *rq, struct httpc_response *resp)
 {
     struct err err;
     err_init(&err);
-    int rc = cli_http_do(&c->http, rq, resp, &err);
+    int rc = httpc_do(c->http, rq, resp, &err);
     if (rc < 0)
         rc = cli_fail(c, CLI_LOST, "%s", err.msg);
+    else if (resp->truncated)
+        rc = cli_fail(c, CLI_API, "the daemon's answer is larger than %u MiB", CLI_BODY_MAX >> 20);
     err_release(&err);
     return rc;
 }
 
-int cli_answer(struct cli *c, const struct cli_response *resp, json_t **doc)
+int cli_answer(struct cli *c, const struct httpc_response *resp, json_t **doc)
 {
     *doc = NULL;
     if (resp->status < 200 || resp->status > 299) {
@@ -104,13 +109,13 @@ int cli_answer(struct cli *c, const struct cli_response *resp, json_t **doc)
 
 int cli_get(struct cli *c, const char *path, json_t **doc)
 {
-    struct cli_request rq = { .method = "GET", .path = path, .retry = true };
-    struct cli_response resp;
-    cli_response_init(&resp);
+    struct httpc_request rq = { .url = path, .headers = cli_accept_json, .retry = true };
+    struct httpc_response resp;
+    httpc_response_init(&resp);
     int rc = cli_send(c, &rq, &resp);
     if (rc == 0)
         rc = cli_answer(c, &resp, doc);
-    cli_response_release(&resp);
+    httpc_response_release(&resp);
     return rc;
 }
 
@@ -118,7 +123,7 @@ void cli_job_path(struct buf *out, const char *id, const char *suffix)
 {
     buf_reset(out);
     buf_puts(out, "/v1/jobs/");
-    cli_http_escape(out, id);
+    httpc_escape(out, id);
     buf_puts(out, suffix);
 }
 
@@ -127,7 +132,7 @@ void cli_query(struct buf *out, const char *name, const char *value)
     if (!value)
         return;
     buf_printf(out, "%c%s=", strchr(buf_cstr(out), '?') ? '&' : '?', name);
-    cli_http_escape(out, value);
+    httpc_escape(out, value);
 }
 
 json_t *cli_lookup(const json_t *v, const char *path)

@@ -34,14 +34,14 @@ json_t *cli_fetch_diagnosis(struct cli *c, const json_t *job, bool report, int *
 {
     struct buf path = BUF_INIT;
     cli_job_path(&path, jsonx_str(job, "id"), "/diagnosis");
-    struct cli_request rq = { .method = "GET", .path = buf_cstr(&path), .retry = true };
-    struct cli_response resp;
-    cli_response_init(&resp);
+    struct httpc_request rq = { .url = buf_cstr(&path), .headers = cli_accept_json, .retry = true };
+    struct httpc_response resp;
+    httpc_response_init(&resp);
     json_t *doc = NULL;
     struct err err;
     err_init(&err);
     *rc = 0;
-    if (cli_http_do(&c->http, &rq, &resp, &err) < 0) {
+    if (httpc_do(c->http, &rq, &resp, &err) < 0) {
         cli_note(c, "no diagnosis: %s", err.msg);
         doc = from_job(job);
     } else if (resp.status == 404) {
@@ -53,7 +53,7 @@ json_t *cli_fetch_diagnosis(struct cli *c, const json_t *job, bool report, int *
         *rc = cli_answer(c, &resp, &doc);
     }
     err_release(&err);
-    cli_response_release(&resp);
+    httpc_response_release(&resp);
     buf_release(&path);
     return doc;
 }
@@ -99,10 +99,11 @@ void cli_print_diagnosis(struct cli *c, const json_t *job, const json_t *diag)
     const char *text = jsonx_str(s, "summary"), *cause = jsonx_str(s, "cause");
     if (text && *text && cause)
         printf("  diagnosis: %s\n", text);
-    if (cause)
-        printf("  cause: %s (%s, %s)\n", cause, jsonx_str(s, "role") ? jsonx_str(s, "role") : "-",
-               jsonx_bool(s, "retryable", false) ? "a restart may help"
-                                                 : "a restart will not help");
+    const char *restart = cli_restart_words(jsonx_str(s, "retry_class"), cause);
+    if (cause && restart)
+        printf("  cause: %s (%s)\n", cause, restart);
+    else if (cause)
+        printf("  cause: %s\n", cause);
     where(c, &b, s);
     printf("  first failure: %s\n", buf_cstr(&b));
     const json_t *ranks = json_object_get(s, "ranks"), *suspects = json_object_get(s, "suspects");

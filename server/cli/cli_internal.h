@@ -1,7 +1,8 @@
 /*
- * cli_internal: what the CLI's files share: the parsed command line, the context every command
- * gets (HTTP client, output mode), the request helpers that turn answers into exit statuses,
- * and one entry point per command. Not for use outside server/cli*.c.
+ * cli_internal: what the CLI's files share: the context every command gets (its parsed options,
+ * the HTTP client, the output mode; cli.c fills it, the commands only read it), the request
+ * helpers that turn answers into exit statuses, and one entry point per command. Not for use
+ * outside server/cli/.
  */
 #ifndef TY_CLI_INTERNAL_H
 #define TY_CLI_INTERNAL_H
@@ -11,39 +12,17 @@
 #include <stdint.h>
 
 #include "server/cli/cli.h"
-#include "server/cli/cli_http.h"
+#include "server/cli/cli_args.h"
 #include "core/buf.h"
-
-#define CLI_MAX_SETS 128
-#define CLI_MAX_POS  4
-
-/* Every option of every command; which command takes which is in cli.c's table. Strings are
- * borrowed from argv. */
-struct cli_args {
-    const char *command;
-    const char *pos[CLI_MAX_POS];
-    size_t npos;
-    /* global */
-    const char *url, *token, *config, *output, *cacert, *retry_for;
-    bool help, quiet;
-    /* submit */
-    const char *sets[CLI_MAX_SETS];
-    size_t nsets;
-    const char *template_name, *idempotency_key, *timeout;
-    bool dry_run, follow, wait;
-    /* jobs */
-    const char *state, *selector, *name, *limit;
-    /* logs */
-    const char *rank, *grep, *tail, *stream;
-    bool strip_ansi, timestamps;
-};
+#include "core/httpc.h"
 
 struct cli {
     struct cli_args a;
-    struct cli_http http;
-    bool json;      /* --output json */
-    int64_t now_ns; /* for relative times */
-    json_t *config; /* the config file's document, or NULL */
+    struct httpc *http;   /* to the daemon: base URL, token, CA, retry budget and notices */
+    int64_t retry_for_ns; /* --retry-for, also the budget of a follow's reconnections */
+    bool json;            /* --output json */
+    int64_t now_ns;       /* for relative times */
+    json_t *config;       /* the config file's document, or NULL */
     /* Said after a 404 "no such path": the route is not on this daemon (yet). */
     const char *hint_404;
 };
@@ -55,11 +34,17 @@ int cli_fail(struct cli *c, int code, const char *fmt, ...) __attribute__((forma
 /* An informational line on stderr (not with --quiet). */
 void cli_note(struct cli *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Sends rq. Returns 0 when an answer arrived (resp), CLI_LOST (reported) when none did. */
-int cli_send(struct cli *c, const struct cli_request *rq, struct cli_response *resp);
+/* The Accept header of every JSON request (NULL-terminated, for httpc_request.headers). */
+extern const char *const cli_accept_json[];
+/* The body bound of the CLI's answers: a page of 2000 log lines fits with room to spare. */
+#define CLI_BODY_MAX (64u << 20)
+
+/* Sends rq. Returns 0 when an answer arrived (resp), CLI_LOST (reported) when none did, CLI_API
+ * (reported) when it was over CLI_BODY_MAX. */
+int cli_send(struct cli *c, const struct httpc_request *rq, struct httpc_response *resp);
 /* Turns an answer into a document: 2xx JSON -> *doc (NULL for an empty body) and 0; anything
  * else is reported (the problem as the API says it) and CLI_API is returned. Caller decrefs. */
-int cli_answer(struct cli *c, const struct cli_response *resp, json_t **doc);
+int cli_answer(struct cli *c, const struct httpc_response *resp, json_t **doc);
 /* cli_send + cli_answer for a GET (retried). */
 int cli_get(struct cli *c, const char *path, json_t **doc);
 
@@ -105,5 +90,10 @@ int cli_cmd_logs(struct cli *c);
 int cli_cmd_nodes(struct cli *c);
 int cli_cmd_templates(struct cli *c);
 int cli_cmd_triggers(struct cli *c);
+int cli_cmd_policies(struct cli *c);
+int cli_cmd_queues(struct cli *c);
+int cli_cmd_suspend(struct cli *c);
+int cli_cmd_resume(struct cli *c);
+int cli_cmd_usage(struct cli *c);
 
 #endif

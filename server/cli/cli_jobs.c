@@ -213,9 +213,11 @@ int cli_cmd_cancel(struct cli *c)
     struct buf path = BUF_INIT;
     cli_job_path(&path, c->a.pos[0], "/cancel");
     /* Cancelling twice is harmless, so the request may be retried. */
-    struct cli_request rq = { .method = "POST", .path = buf_cstr(&path), .retry = true };
-    struct cli_response resp;
-    cli_response_init(&resp);
+    struct httpc_request rq = {
+        .method = "POST", .url = buf_cstr(&path), .headers = cli_accept_json, .retry = true
+    };
+    struct httpc_response resp;
+    httpc_response_init(&resp);
     json_t *job = NULL;
     int rc = cli_send(c, &rq, &resp);
     if (rc == 0 && resp.status == 409 && resp.attempts > 1) {
@@ -236,7 +238,7 @@ int cli_cmd_cancel(struct cli *c)
     else if (rc == 0)
         printf("job %s: %s\n", jsonx_str(job, "id"), jsonx_str(job, "state"));
     json_decref(job);
-    cli_response_release(&resp);
+    httpc_response_release(&resp);
     buf_release(&path);
     return rc;
 }
@@ -267,6 +269,25 @@ static const struct column trigger_cols[] = {
     { "TEMPLATE", "template", 't' },
     { "ENABLED", "enabled", 'b' },
     { "CREATED", "created_at", 'a' },
+};
+
+static const struct column queue_cols[] = {
+    { "NAME", "name", 't' },
+    { "PRIORITY", "priority", 't' },
+    { "GPU QUOTA", "gpu_quota", 't' },
+    { "GPUS USED", "gpus_used", 't' },
+    { "RUNNING", "running_jobs", 't' },
+    { "WAITING", "waiting_jobs", 't' },
+};
+
+static const struct column policy_cols[] = {
+    { "NAME", "name", 't' },
+    { "TOKENS", "tokens", 't' },
+    { "NAMESPACES", "namespaces", 't' },
+    { "ACCOUNTS", "service_accounts", 't' },
+    { "CLAIMS", "volume_claims", 't' },
+    { "REGISTRIES", "image_registries", 't' },
+    { "UPDATED", "updated_at", 'a' },
 };
 
 /* GET path (a list: {"items": [...], "next_cursor"?}) and print it. */
@@ -320,4 +341,52 @@ int cli_cmd_triggers(struct cli *c)
 {
     c->hint_404 = "this daemon has no triggers (/v1/triggers comes with issue 8)";
     return list(c, "/v1/triggers", trigger_cols, sizeof(trigger_cols) / sizeof(trigger_cols[0]));
+}
+
+int cli_cmd_queues(struct cli *c)
+{
+    c->hint_404 = "this daemon has no queues (/v1/queues comes with issue 19)";
+    return list(c, "/v1/queues", queue_cols, sizeof(queue_cols) / sizeof(queue_cols[0]));
+}
+
+/* POST /v1/jobs/ID/SUFFIX; prints the job's state (and why a queued one waits). A retry is
+ * harmless: suspending a suspended job is, and resume refuses only a job already running. */
+static int job_action(struct cli *c, const char *suffix)
+{
+    struct buf path = BUF_INIT;
+    cli_job_path(&path, c->a.pos[0], suffix);
+    struct httpc_request rq = {
+        .method = "POST", .url = buf_cstr(&path), .headers = cli_accept_json, .retry = true
+    };
+    struct httpc_response resp;
+    httpc_response_init(&resp);
+    json_t *job = NULL;
+    int rc = cli_send(c, &rq, &resp);
+    if (rc == 0)
+        rc = cli_answer(c, &resp, &job);
+    if (rc == 0 && c->json)
+        cli_print_json(stdout, job);
+    else if (rc == 0)
+        printf("job %s: %s (%s)\n", jsonx_str(job, "id"), jsonx_str(job, "state"),
+               jsonx_str(job, "reason"));
+    json_decref(job);
+    httpc_response_release(&resp);
+    buf_release(&path);
+    return rc;
+}
+
+int cli_cmd_suspend(struct cli *c)
+{
+    return job_action(c, "/suspend");
+}
+
+int cli_cmd_resume(struct cli *c)
+{
+    return job_action(c, "/resume");
+}
+
+int cli_cmd_policies(struct cli *c)
+{
+    c->hint_404 = "this daemon has no cluster policies (/v1/policies comes with issue 17)";
+    return list(c, "/v1/policies", policy_cols, sizeof(policy_cols) / sizeof(policy_cols[0]));
 }

@@ -6,6 +6,8 @@
  * skips anything at or below that number, so no line is lost or printed twice. Output: text
  * "[rank N] line" for people, the API's LogLine objects as NDJSON with --output json.
  */
+#include <ctype.h>
+
 #include "server/cli/cli_internal.h"
 #include "server/cli/cli_sse.h"
 #include "core/clock.h"
@@ -80,14 +82,23 @@ static int on_data(void *ctx, const char *data, size_t len)
     return rc;
 }
 
-static void follow_path(struct cli *c, struct buf *path, const char *id, int64_t last_seq)
+/* The options that choose lines, as query parameters (the daemon checks them). */
+static void filters(struct cli *c, struct buf *path)
 {
-    cli_job_path(path, id, "/logs?follow=true&format=sse");
     cli_query(path, "rank", c->a.rank);
+    cli_query(path, "attempt", c->a.attempt);
+    cli_query(path, "since", c->a.since);
+    cli_query(path, "until", c->a.until);
     cli_query(path, "q", c->a.grep);
     cli_query(path, "stream", c->a.stream);
     if (c->a.strip_ansi)
         cli_query(path, "strip_ansi", "true");
+}
+
+static void follow_path(struct cli *c, struct buf *path, const char *id, int64_t last_seq)
+{
+    cli_job_path(path, id, "/logs?follow=true&format=sse");
+    filters(c, path);
     if (last_seq == 0) /* tail only picks the start; after that the seq does */
         cli_query(path, "tail", c->a.tail);
 }
@@ -98,29 +109,32 @@ static int connect_once(struct follow *f, const char *id, char *why, size_t cap)
     struct buf path = BUF_INIT;
     char last[64];
     snprintf(last, sizeof(last), "Last-Event-ID: %lld", (long long)f->last_seq);
-    const char *headers[] = { f->last_seq ? last : NULL, NULL };
-    struct cli_response resp;
-    cli_response_init(&resp);
+    const char *headers[] = { "Accept: text/event-stream", f->last_seq ? last : NULL, NULL };
+    struct httpc_response resp;
+    httpc_response_init(&resp);
     struct err err;
     err_init(&err);
     follow_path(f->c, &path, id, f->last_seq);
     cli_sse_reset(&f->sse);
     f->progress = false;
-    int rc = cli_http_stream(&f->c->http, buf_cstr(&path), headers, on_data, f, &resp, &err);
+    struct httpc_request rq = {
+        .url = buf_cstr(&path), .headers = headers, .stream = on_data, .stream_ctx = f
+    };
+    int rc = httpc_do(f->c->http, &rq, &resp, &err);
     if (rc < 0 && resp.fatal)
         rc = cli_fail(f->c, CLI_LOST, "%s", err.msg);
     else if (rc < 0)
         snprintf(why, cap, "%s", err.msg);
     else if (resp.status >= 200 && resp.status <= 299)
         snprintf(why, cap, "the stream ended early");
-    else if (cli_status_retryable(resp.status))
+    else if (httpc_status_retryable(resp.status))
         snprintf(why, cap, "the daemon answered HTTP %ld", resp.status);
     else {
         json_t *ignored;
         rc = cli_answer(f->c, &resp, &ignored);
     }
     err_release(&err);
-    cli_response_release(&resp);
+    httpc_response_release(&resp);
     buf_release(&path);
     return rc > 0 ? rc : 0;
 }
@@ -143,8 +157,8 @@ int cli_follow_logs(struct cli *c, const char *id)
         }
         uint64_t rnd;
         crypto_random(&rnd, sizeof(rnd));
-        int64_t delay = cli_backoff_ms(attempt++, rnd, -1);
-        int64_t left_ms = (c->http.retry_for_ns - (now - outage_start)) / NS_PER_MS;
+        int64_t delay = httpc_backoff_ms(attempt++, rnd, -1);
+        int64_t left_ms = (c->retry_for_ns - (now - outage_start)) / NS_PER_MS;
         if (delay > left_ms)
             delay = left_ms; /* one last try when the budget runs out */
         if (left_ms <= 0) {
@@ -181,41 +195,63 @@ static int read_pages(struct cli *c, const char *id)
     int rc = 0;
     do {
         cli_job_path(&path, id, "/logs?format=ndjson");
-        cli_query(&path, "rank", c->a.rank);
-        cli_query(&path, "q", c->a.grep);
-        cli_query(&path, "stream", c->a.stream);
+        filters(c, &path);
         cli_query(&path, c->a.tail ? "tail" : "limit", c->a.tail ? c->a.tail : PAGE_LINES);
-        if (c->a.strip_ansi)
-            cli_query(&path, "strip_ansi", "true");
         if (after)
             buf_printf(&path, "&after=%lld", (long long)after);
-        struct cli_request rq = { .method = "GET",
-                                  .path = buf_cstr(&path),
-                                  .accept = "application/x-ndjson, application/problem+json",
-                                  .retry = true };
-        struct cli_response resp;
-        cli_response_init(&resp);
+        static const char *const accept[] = {
+            "Accept: application/x-ndjson, application/problem+json", NULL
+        };
+        struct httpc_request rq = { .url = buf_cstr(&path), .headers = accept, .retry = true };
+        struct httpc_response resp;
+        httpc_response_init(&resp);
         rc = cli_send(c, &rq, &resp);
         json_t *ignored = NULL;
         if (rc == 0 && (resp.status < 200 || resp.status > 299))
             rc = cli_answer(c, &resp, &ignored);
         if (rc == 0)
             print_page(c, &resp.body);
-        after = c->a.tail ? 0 : resp.next_after;
-        cli_response_release(&resp);
+        char next[32];
+        after = 0;
+        if (!c->a.tail && httpc_header(&resp, "Trainyard-Next-After", next, sizeof(next)))
+            parse_int64(next, 0, INT64_MAX, &after);
+        httpc_response_release(&resp);
     } while (rc == 0 && after);
     buf_release(&path);
     return rc;
 }
 
+/* --since/--until: RFC 3339 as given; a duration ("10m": ten minutes ago) becomes a time once,
+ * here, so that a follow that reconnects keeps the window it started with. */
+static int resolve_time(struct cli *c, const char **opt, const char *name, char *out)
+{
+    int64_t ns, ago;
+    if (!*opt || clock_parse(*opt, &ns) == 0)
+        return 0;
+    size_t len = strlen(*opt);
+    if (!len || !isalpha((unsigned char)(*opt)[len - 1]) || parse_duration(*opt, &ago) < 0)
+        return cli_fail(c, CLI_USAGE,
+                        "--%s must be an RFC 3339 time (2026-11-22T03:00:00Z) or a duration "
+                        "before now (10m, 90s, 2h)",
+                        name);
+    *opt = clock_format(clock_now_ns() - ago, out);
+    return 0;
+}
+
 int cli_cmd_logs(struct cli *c)
 {
     int64_t n;
+    char since[CLOCK_RFC3339_MAX], until[CLOCK_RFC3339_MAX];
     if (c->a.tail && parse_int64(c->a.tail, 1, INT32_MAX, &n) < 0)
         return cli_fail(c, CLI_USAGE, "--tail must be a positive number of lines");
+    if (c->a.attempt && parse_int64(c->a.attempt, 0, INT32_MAX, &n) < 0)
+        return cli_fail(c, CLI_USAGE, "--attempt must be 0 (the first run) or more");
+    int rc = resolve_time(c, &c->a.since, "since", since);
+    if (rc || (rc = resolve_time(c, &c->a.until, "until", until)))
+        return rc;
     if (c->a.stream && strcmp(c->a.stream, "stdout") != 0 && strcmp(c->a.stream, "stderr") != 0)
         return cli_fail(c, CLI_USAGE, "--stream must be stdout or stderr");
-    int rc = c->a.follow ? cli_follow_logs(c, c->a.pos[0]) : read_pages(c, c->a.pos[0]);
+    rc = c->a.follow ? cli_follow_logs(c, c->a.pos[0]) : read_pages(c, c->a.pos[0]);
     fflush(stdout);
     return rc;
 }

@@ -149,7 +149,8 @@ void cli_duration(struct buf *out, int64_t ns)
 void cli_reltime(struct buf *out, int64_t then_ns, int64_t now_ns)
 {
     int64_t d = now_ns - then_ns;
-    if (d > -NS_PER_SEC && d < NS_PER_SEC) {
+    /* A few seconds ahead is the daemon's clock a little ahead of ours, not the future. */
+    if (d > -5 * NS_PER_SEC && d < NS_PER_SEC) {
         buf_puts(out, "just now");
         return;
     }
@@ -170,6 +171,21 @@ void cli_reltime_str(struct buf *out, const char *rfc3339, int64_t now_ns)
         return;
     }
     cli_reltime(out, t, now_ns);
+}
+
+const char *cli_restart_words(const char *retry_class, const char *cause)
+{
+    if (!retry_class)
+        return NULL;
+    if (strcmp(retry_class, "retryable") == 0)
+        return "a restart may help";
+    if (strcmp(retry_class, "deterministic") == 0)
+        return "a restart will not help: it fails the same way again";
+    if (strcmp(retry_class, "unknown") != 0)
+        return NULL;
+    if (cause && strcmp(cause, "hang") == 0)
+        return "a restart may help if the hang was transient; look at the quiet rank first";
+    return "unknown whether a restart helps";
 }
 
 void cli_print_json(FILE *f, const json_t *v)

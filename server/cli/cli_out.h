@@ -39,6 +39,10 @@ void cli_duration(struct buf *out, int64_t ns);
 /* An RFC 3339 time from the API as relative time; "-" when absent or not a time. */
 void cli_reltime_str(struct buf *out, const char *rfc3339, int64_t now_ns);
 
+/* What a diagnosis' retry class says about restarting, in words ("a restart may help"...);
+ * NULL when the class is unknown to this CLI or absent. Static storage. */
+const char *cli_restart_words(const char *retry_class, const char *cause);
+
 /* Prints v as one JSON document (indented) to f, followed by a newline. */
 void cli_print_json(FILE *f, const json_t *v);
 

@@ -149,16 +149,6 @@ static json_t *value_for(const struct path *p, const char *text, const json_t *e
     return typed(text);
 }
 
-json_t *cli_set_value(const char *path, const char *text, const json_t *existing)
-{
-    struct path p;
-    if (path_parse(path, strlen(path), path, &p, NULL) < 0)
-        return json_string(text);
-    json_t *v = value_for(&p, text, existing);
-    path_release(&p);
-    return v;
-}
-
 /* The array index a segment names, or -1. */
 static long index_of(const char *seg)
 {
@@ -272,7 +262,8 @@ json_t *cli_spec_parse(const char *name, const char *data, size_t len, struct er
             i++;
         json = i < len && data[i] == '{';
     }
-    json_t *doc = json ? jsonx_loadb(data, len, 64, err) : yamljson_load(data, len, 64, err);
+    json_t *doc =
+        json ? jsonx_loadb(data, len, 64, err) : yamljson_load(data, len, 64, 1 << 24, err);
     if (!doc) {
         err_wrap(err, "%s", strcmp(name, "-") == 0 ? "standard input" : name);
         return NULL;

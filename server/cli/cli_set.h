@@ -27,10 +27,6 @@
  * array. doc is changed only on success. */
 int cli_set_apply(json_t *doc, const char *assignment, struct err *err);
 
-/* The typed value of text at path (dotted, unescaped segments joined by '.'), as --set sees it.
- * existing is the value the document holds there now (or NULL). Returns a new reference. */
-json_t *cli_set_value(const char *path, const char *text, const json_t *existing);
-
 /* Parses a spec from len bytes; name (a file name, "-" for stdin) picks the format by its
  * extension (.json, .yaml, .yml), else the first non-blank byte does ('{' JSON, else YAML).
  * ERR_INVALID with name, line and column. Returns a new reference to an object. */

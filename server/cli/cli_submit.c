@@ -53,7 +53,7 @@ static void submit_path(struct cli *c, struct buf *path)
         c->hint_404 = "this daemon cannot submit from templates (POST /v1/templates/{name}/jobs "
                       "comes with triggers, issue 8)";
         buf_puts(path, "/v1/templates/");
-        cli_http_escape(path, c->a.template_name);
+        httpc_escape(path, c->a.template_name);
         buf_puts(path, "/jobs");
     } else {
         buf_puts(path, "/v1/jobs");
@@ -67,16 +67,19 @@ static int post(struct cli *c, const char *body, const char *key, json_t **job)
 {
     struct buf path = BUF_INIT;
     submit_path(c, &path);
-    struct cli_request rq = { .method = "POST",
-                              .path = buf_cstr(&path),
-                              .body = body,
-                              .body_len = strlen(body),
-                              .content_type = "application/json",
-                              .idempotency_key = key,
-                              /* Safe to repeat: the key (or a dry run, which stores nothing). */
-                              .retry = key != NULL || c->a.dry_run };
-    struct cli_response resp;
-    cli_response_init(&resp);
+    char idem[320];
+    snprintf(idem, sizeof(idem), "Idempotency-Key: %s", key ? key : "");
+    const char *headers[] = { cli_accept_json[0], "Content-Type: application/json",
+                              key ? idem : NULL, NULL };
+    struct httpc_request rq = { .method = "POST",
+                                .url = buf_cstr(&path),
+                                .headers = headers,
+                                .body = body,
+                                .body_len = strlen(body),
+                                /* Safe to repeat: the key (or a dry run, which stores nothing). */
+                                .retry = key != NULL || c->a.dry_run };
+    struct httpc_response resp;
+    httpc_response_init(&resp);
     int rc = cli_send(c, &rq, &resp);
     if (rc == 0)
         rc = cli_answer(c, &resp, job);
@@ -84,7 +87,7 @@ static int post(struct cli *c, const char *body, const char *key, json_t **job)
         cli_note(c, "the daemon already had this submission (Idempotency-Key %s)", key);
     if (rc == 0 && !json_is_object(*job))
         rc = cli_fail(c, CLI_API, "the daemon's answer is not a job");
-    cli_response_release(&resp);
+    httpc_response_release(&resp);
     buf_release(&path);
     return rc;
 }

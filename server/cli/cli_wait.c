@@ -1,9 +1,9 @@
 /*
  * cli_wait: waiting for a job and turning its result into the CLI's exit status (the contract
  * in cli.h). Waiting polls GET /v1/jobs/{id}, a little slower the longer it waits; each poll
- * survives daemon outages up to --retry-for (cli_http.c). A job flagged `stalled` (issue 7) ends
- * the wait at once with CLI_STALLED even though it is still "running": CI should not hang on a
- * hung job. Single-threaded.
+ * survives daemon outages up to --retry-for (core/httpc.c). A job flagged `stalled` (issue 7)
+ * ends the wait at once with CLI_STALLED even though it is still "running": CI should not hang
+ * on a hung job. Single-threaded.
  */
 #include "server/cli/cli_args.h"
 #include "server/cli/cli_internal.h"
@@ -110,7 +110,7 @@ static void report_text(struct cli *c, const json_t *job, const json_t *diag, in
     if (code != CLI_OK && message && *message)
         printf(": %s", message);
     printf("\n");
-    if (code != CLI_OK)
+    if (code != CLI_OK && code != CLI_CANCELLED)
         cli_print_diagnosis(c, job, diag);
     buf_release(&took);
 }
@@ -120,7 +120,9 @@ int cli_report(struct cli *c, const json_t *job)
     bool done;
     int code = cli_job_exit(job, &done);
     json_t *diag = NULL;
-    if (code != CLI_OK) {
+    c->now_ns = clock_now_ns(); /* the wait took a while: "5s ago", not "in 2s" */
+    /* a cancel is what someone asked for, not a failure to diagnose */
+    if (code != CLI_OK && code != CLI_CANCELLED) {
         int ignored;
         diag = cli_fetch_diagnosis(c, job, false, &ignored);
     }

@@ -1,29 +1,27 @@
 /*
- * controller: the reconcile loop; see controller.h. Reports from executors are copied into a
- * queue under `lock` and handled on the controller thread, so all job decisions are serial
- * (the queue and the handling of reports: controller_report.c).
- *
- * How a running attempt ends: when a rank fails (or a stall policy stops the job) the other
- * ranks are stopped at once, and the end is decided once every rank has ended and the
- * attempt's logs are stored (so the diagnosis has seen every rank's last lines): restart,
- * preempted or failed, by server/control/outcome.c. A job whose ranks all succeeded ends the same
- * way, after its logs are in.
+ * controller: the reconcile loop; see controller.h. Each pass looks at every in-flight job
+ * (check_job: a cancel to complete, a restart to start, an attempt ending, a deadline) and
+ * then admits queued jobs (controller_admit.c). Reports from executors are copied into a queue
+ * under `lock` and handled on the controller thread between passes (controller_report.c), so all
+ * job decisions are serial. How an attempt ends: controller_end.c. Every change of a job's
+ * state: controller_state.c. Also the controller's life: adoption after a daemon restart, the
+ * thread, /metrics.
  */
-#include "server/control/controller_internal.h"
+#include "server/control/controller_admit.h"
+#include "server/control/controller_end.h"
+#include "server/control/controller_report.h"
+#include "server/control/controller_state.h"
+#include "server/control/spec_cache.h"
 
-#include "api/auth.h"
 #include "core/clock.h"
-#include "core/jsonx.h"
 #include "core/log.h"
+#include "core/prom.h"
 #include "core/xalloc.h"
 #include "server/health/health.h"
-#include "server/control/outcome.h"
-#include "store/nodes.h"
-#include "store/tokens.h"
 
 struct controller *controller_new(struct store *st, struct executor **executors, size_t n,
                                   const struct controller_options *opts,
-                                  const struct controller_hooks *hooks)
+                                  const struct controller_callbacks *cb)
 {
     struct controller *c = XNEW(struct controller);
     c->st = st;
@@ -32,218 +30,44 @@ struct controller *controller_new(struct store *st, struct executor **executors,
     c->opts = *opts;
     if (c->opts.tick_ns <= 0)
         c->opts.tick_ns = 100 * NS_PER_MS;
-    if (hooks)
-        c->hooks = *hooks;
+    if (cb)
+        c->cb = *cb;
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->cond, NULL);
+    pthread_mutex_init(&c->wait_lock, NULL);
+    c->specs = spec_cache_new();
     c->dirty = true;
     for (size_t i = 0; i < n; i++)
         controller_listen(c, executors[i]);
     return c;
 }
 
-struct executor *controller_executor(struct controller *c, const char *name)
-{
-    for (size_t i = 0; i < c->nexec; i++)
-        if (strcmp(c->executors[i]->name, name) == 0)
-            return c->executors[i];
-    return NULL;
-}
-
-bool controller_stop_requested(struct controller *c, int64_t pk)
-{
-    for (size_t i = 0; i < c->nstopping; i++)
-        if (c->stopping_jobs[i] == pk)
-            return true;
-    return false;
-}
-
-void controller_mark_stop(struct controller *c, int64_t pk, bool on)
-{
-    for (size_t i = 0; i < c->nstopping; i++) {
-        if (c->stopping_jobs[i] == pk) {
-            if (!on)
-                c->stopping_jobs[i] = c->stopping_jobs[--c->nstopping];
-            return;
-        }
-    }
-    if (!on)
-        return;
-    if (c->nstopping == c->capstopping) {
-        c->capstopping = c->capstopping ? c->capstopping * 2 : 16;
-        c->stopping_jobs = xrealloc(c->stopping_jobs, c->capstopping * sizeof(int64_t));
-    }
-    c->stopping_jobs[c->nstopping++] = pk;
-}
-
-/* Applies u; logs (never fails the loop) when the store refuses it. */
-int controller_commit(struct controller *c, struct job_update *u)
-{
-    struct err err;
-    err_init(&err);
-    int rc = store_job_update(c->st, u, &err);
-    if (rc < 0 && err.code == ERR_UNAVAILABLE)
-        c->store_down = true;
-    if (rc < 0 && err.code != ERR_CONFLICT)
-        log_error("controller: job %lld: %s", (long long)u->pk, err.msg);
-    err_release(&err);
-    if (rc == 0 && u->set_state && c->hooks.job_state)
-        c->hooks.job_state(c->hooks.ctx, u->pk, u->state);
-    return rc;
-}
-
-void controller_stop_job(struct controller *c, struct executor *ex, const struct job *j)
-{
-    if (controller_stop_requested(c, j->pk))
-        return;
-    controller_mark_stop(c, j->pk, true);
-    struct err err;
-    err_init(&err);
-    if (ex->stop(ex, j, c->opts.stop_grace_ns, &err) < 0)
-        log_warn("controller: stopping job %s: %s", j->id, err.msg);
-    err_release(&err);
-}
-
-struct rank_counts controller_count_ranks(struct controller *c, int64_t pk)
-{
-    struct rank_counts n = { 0 };
-    struct rank *ranks = NULL;
-    if (store_ranks_get(c->st, pk, &ranks, &n.total, NULL) < 0)
-        return n;
-    for (size_t i = 0; i < n.total; i++) {
-        n.terminal += rankstate_terminal(ranks[i].state);
-        n.succeeded += ranks[i].state == RANK_SUCCEEDED;
-        n.failed += ranks[i].state == RANK_FAILED || ranks[i].state == RANK_LOST;
-    }
-    ranks_free(ranks, n.total);
-    return n;
-}
-
-void controller_start_attempt(struct controller *c, struct executor *ex, const struct job *j,
-                              const struct spec_view *v, int attempt)
-{
-    char msg[96];
-    if (attempt)
-        snprintf(msg, sizeof(msg), "restart %d", attempt);
-    else
-        snprintf(msg, sizeof(msg), "starting %d ranks", v->nranks);
-    struct rank_change reset = { .rank = -1,
-                                 .fields = RC_STATE | RC_PID | RC_EXIT | RC_RESTARTS | RC_REASON |
-                                           RC_STARTED | RC_FINISHED,
-                                 .state = RANK_PENDING,
-                                 .exit_code = -1,
-                                 .restarts = attempt };
-    struct job_update u = { .pk = j->pk,
-                            .set_state = true,
-                            .state = JOB_STARTING,
-                            .reason = attempt ? "Restarting" : "Starting",
-                            .message = msg,
-                            .set_attempt = true,
-                            .attempt = attempt,
-                            .ranks = &reset,
-                            .nranks = 1 };
-    if (controller_commit(c, &u) < 0)
-        return;
-    controller_mark_stop(c, j->pk, false);
-    controller_ending_remove(c, j->pk);
-    if (c->opts.health)
-        health_attempt(c->opts.health, j, attempt, v->nranks, false);
-    struct err err;
-    err_init(&err);
-    char secret[TOKEN_SECRET_MAX], id[32];
-    store_tokens_revoke_job(c->st, j->pk, clock_now_ns(), NULL);
-    if (auth_token_create(c->st, "worker", SCOPE_WORKER, j->pk, 0, "controller", secret, id,
-                          &err) == 0 &&
-        ex->start(ex, j, v, attempt, secret, &err) == 0) {
-        c->starts++;
-        err_release(&err);
-        return;
-    }
-    log_warn("controller: job %s did not start: %s", j->id, err.msg);
-    struct job_update fail = { .pk = j->pk,
-                               .set_state = true,
-                               .state = JOB_FAILED,
-                               .reason = "StartFailed",
-                               .message = err.msg };
-    if (controller_commit(c, &fail) == 0 && c->opts.health)
-        health_forget(c->opts.health, j->pk);
-    controller_stop_job(c, ex, j);
-    err_release(&err);
-}
-
-void controller_finish(struct controller *c, const struct job *j, enum job_state state,
-                       const char *reason, const char *message, const char *ff,
-                       const struct job_event *events, size_t nevents)
-{
-    struct job_update u = { .pk = j->pk,
-                            .set_state = true,
-                            .state = state,
-                            .reason = reason,
-                            .message = message,
-                            .first_failure = ff,
-                            .events = events,
-                            .nevents = nevents };
-    if (controller_commit(c, &u) == 0) {
-        store_tokens_revoke_job(c->st, j->pk, clock_now_ns(), NULL);
-        c->failures += state == JOB_FAILED;
-        c->preemptions += state == JOB_PREEMPTED;
-        controller_ending_remove(c, j->pk);
-        if (c->opts.health)
-            health_forget(c->opts.health, j->pk);
-    }
-}
-
-/* Starts queued jobs in priority order, per executor, stopping at the first that does not fit
- * so that a large job is never overtaken forever by smaller ones. */
-static void admit(struct controller *c, struct job **jobs, size_t n)
-{
-    for (size_t e = 0; e < c->nexec; e++) {
-        struct executor *ex = c->executors[e];
-        for (size_t i = 0; i < n; i++) {
-            struct job *j = jobs[i];
-            if (strcmp(j->executor, ex->name) != 0)
-                continue;
-            json_t *spec = json_loads(j->spec, 0, NULL);
-            struct spec_view v;
-            spec_view(spec, &v);
-            int fits = ex->fits(ex, j, &v);
-            if (fits > 0)
-                controller_start_attempt(c, ex, j, &v, j->attempt);
-            json_decref(spec);
-            if (fits == 0)
-                break;
-        }
-    }
-}
-
-static void check_job(struct controller *c, struct job *j, int64_t now)
+static void check_job(struct controller *c, struct job *j, int64_t now, struct admit_running *run)
 {
     struct executor *ex = controller_executor(c, j->executor);
     if (!ex)
         return;
-    json_t *spec = json_loads(j->spec, 0, NULL);
     struct spec_view v;
-    spec_view(spec, &v);
-    struct rank_counts n;
+    spec_view(spec_cache_get(c->specs, j->pk, j->spec), &v);
+    controller_admit_running(run, ex, j, &v); /* what it holds as the pass began */
     switch (j->state) {
     case JOB_CANCELLING:
         controller_stop_job(c, ex, j);
-        n = controller_count_ranks(c, j->pk);
-        if (n.terminal == n.total)
-            controller_finish(c, j, JOB_CANCELLED, "Cancelled", j->message, NULL, NULL, 0);
+        controller_cancel_done(c, j);
         break;
     case JOB_RESTARTING:
+        if (j->desired && strcmp(j->desired, "run") != 0 && strcmp(j->desired, "backfill") != 0) {
+            controller_stop_job(c, ex, j); /* suspended: queued once its ranks have ended */
+            controller_suspend_done(c, j);
+            break;
+        }
         if (ex->manages_restarts)
             break; /* the operator restarts the pods; its executor reports when they run */
-        controller_stop_job(c, ex, j);
-        n = controller_count_ranks(c, j->pk);
-        if (n.terminal == n.total)
-            controller_start_attempt(c, ex, j, &v, j->attempt + 1);
+        controller_next_attempt(c, ex, j, &v, now);
         break;
     case JOB_STARTING:
     case JOB_RUNNING:
-        if (v.deadline_seconds && j->started_at &&
-            now - j->started_at > v.deadline_seconds * NS_PER_SEC) {
+        if (controller_past_deadline(j, &v, now)) {
             controller_deadline(c, ex, j, &v, now);
             break;
         }
@@ -254,10 +78,7 @@ static void check_job(struct controller *c, struct job *j, int64_t now)
     default:
         break;
     }
-    json_decref(spec);
 }
-
-#define ADMIT_BATCH 256
 
 static void reconcile(struct controller *c)
 {
@@ -266,16 +87,16 @@ static void reconcile(struct controller *c)
     size_t n = 0;
     struct err err;
     err_init(&err);
+    struct admit_running run = { 0 };
     if (store_jobs_in_flight(c->st, &jobs, &n, &err) == 0) {
         int64_t now = clock_now_ns();
         for (size_t i = 0; i < n; i++)
-            check_job(c, jobs[i], now);
+            check_job(c, jobs[i], now, &run);
         jobs_free(jobs, n);
+        spec_cache_sweep(c->specs); /* the specs of jobs no longer in flight */
+        controller_admit(c, &run);
     }
-    if (err.code == ERR_NONE && store_jobs_runnable(c->st, ADMIT_BATCH, &jobs, &n, &err) == 0) {
-        admit(c, jobs, n);
-        jobs_free(jobs, n);
-    }
+    controller_admit_release(&run);
     if (err_is_set(&err))
         log_error("controller: listing jobs: %s", err.msg);
     err_release(&err);
@@ -327,7 +148,8 @@ static void *loop(void *arg)
         for (size_t e = 0; e < c->nexec; e++)
             c->executors[e]->poll(c->executors[e]);
         controller_drain(c);
-        if (dirty || clock_mono_ns() - atomic_load(&c->last_reconcile) > NS_PER_SEC)
+        if (dirty || controller_wake_due(c) ||
+            clock_mono_ns() - atomic_load(&c->last_reconcile) > NS_PER_SEC)
             reconcile(c);
         controller_drain(c);
     }
@@ -408,6 +230,9 @@ void controller_free(struct controller *c)
     controller_reports_free(c);
     free(c->stopping_jobs);
     free(c->ending);
+    free(c->waits);
+    spec_cache_free(c->specs);
+    pthread_mutex_destroy(&c->wait_lock);
     pthread_cond_destroy(&c->cond);
     pthread_mutex_destroy(&c->lock);
     free(c);
@@ -416,28 +241,27 @@ void controller_free(struct controller *c)
 void controller_metrics(struct controller *c, struct buf *out)
 {
     int64_t last = atomic_load(&c->last_reconcile);
-    buf_printf(out,
-               "# HELP trainyard_job_starts_total Job attempts started.\n"
-               "# TYPE trainyard_job_starts_total counter\ntrainyard_job_starts_total %llu\n"
-               "# HELP trainyard_job_restarts_total Jobs restarted after a rank failed.\n"
-               "# TYPE trainyard_job_restarts_total counter\ntrainyard_job_restarts_total %llu\n"
-               "# HELP trainyard_job_failures_total Jobs that failed.\n"
-               "# TYPE trainyard_job_failures_total counter\ntrainyard_job_failures_total %llu\n"
-               "# HELP trainyard_job_preemptions_total Jobs that ended preempted.\n"
-               "# TYPE trainyard_job_preemptions_total counter\n"
-               "trainyard_job_preemptions_total %llu\n"
-               "# HELP trainyard_job_stalls_total Running jobs flagged stalled.\n"
-               "# TYPE trainyard_job_stalls_total counter\ntrainyard_job_stalls_total %llu\n"
-               "# HELP trainyard_reconcile_lag_seconds Time since the last reconcile pass "
-               "ended.\n"
-               "# TYPE trainyard_reconcile_lag_seconds gauge\n"
-               "trainyard_reconcile_lag_seconds %.6f\n"
-               "# HELP trainyard_reconcile_duration_seconds Duration of the last reconcile "
-               "pass.\n"
-               "# TYPE trainyard_reconcile_duration_seconds gauge\n"
-               "trainyard_reconcile_duration_seconds %.6f\n",
-               (unsigned long long)c->starts, (unsigned long long)c->restarts,
-               (unsigned long long)c->failures, (unsigned long long)c->preemptions,
-               (unsigned long long)c->stalls, last ? (double)(clock_mono_ns() - last) / 1e9 : 0.0,
-               (double)atomic_load(&c->reconcile_ns) / 1e9);
+    struct prom p;
+    prom_init(&p, out);
+    prom_scalar(&p, "trainyard_job_starts_total", PROM_COUNTER, "Job attempts started.",
+                (double)c->starts);
+    prom_scalar(&p, "trainyard_job_restarts_total", PROM_COUNTER,
+                "Jobs restarted after a rank failed.", (double)c->restarts);
+    prom_scalar(&p, "trainyard_job_failures_total", PROM_COUNTER, "Jobs that failed.",
+                (double)c->failures);
+    prom_scalar(&p, "trainyard_job_preemptions_total", PROM_COUNTER, "Jobs that ended preempted.",
+                (double)c->preemptions);
+    prom_scalar(&p, "trainyard_job_backfills_total", PROM_COUNTER,
+                "Jobs started ahead of a job that waits (backfill).", (double)c->backfills);
+    prom_scalar(&p, "trainyard_job_requeues_total", PROM_COUNTER,
+                "Backfilled jobs suspended and queued again to make room for a job ahead.",
+                (double)c->requeues);
+    prom_scalar(&p, "trainyard_job_stalls_total", PROM_COUNTER, "Running jobs flagged stalled.",
+                (double)c->stalls);
+    prom_scalar(&p, "trainyard_reconcile_lag_seconds", PROM_GAUGE,
+                "Time since the last reconcile pass ended.",
+                last ? (double)(clock_mono_ns() - last) / 1e9 : 0.0);
+    prom_scalar(&p, "trainyard_reconcile_duration_seconds", PROM_GAUGE,
+                "Duration of the last reconcile pass.",
+                (double)atomic_load(&c->reconcile_ns) / 1e9);
 }

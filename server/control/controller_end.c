@@ -1,11 +1,14 @@
 /*
- * controller_end: how a running attempt ends (see controller.c's top comment). A job enters
- * the `ending` set when one of its ranks fails, a stall policy stops it, or every rank
- * succeeded; it leaves it when its end is decided: once every rank has ended and the logs of
- * the attempt are stored (at most the stop grace plus SETTLE_EXTRA_NS after it entered), so
- * the diagnosis has seen every rank's last lines. Controller thread only.
+ * controller_end: how a running attempt ends. When a rank fails (or a stall policy or the
+ * deadline stops the job) the other ranks are stopped at once, and the end is decided once every
+ * rank has ended and the attempt's logs are stored, so the diagnosis has seen every rank's last
+ * lines: restart, preempted or failed, by outcome.c; failed (DeadlineExceeded) past the
+ * deadline, whatever the ranks did. A job whose ranks all succeeded ends the same way, after its
+ * logs are in. A job is in the `ending` set (controller_state.c) from the first of those until
+ * its end is decided, at most the stop grace plus SETTLE_EXTRA_NS later. The
+ * transitions themselves are controller_state.c's. Controller thread only.
  */
-#include "server/control/controller_internal.h"
+#include "server/control/controller_end.h"
 
 #include "core/clock.h"
 #include "core/log.h"
@@ -16,53 +19,24 @@
 
 #define SETTLE_EXTRA_NS (5 * NS_PER_SEC) /* beyond the stop grace, for the last log lines */
 
-static struct ending_job *ending_get(struct controller *c, int64_t pk)
-{
-    for (size_t i = 0; i < c->nending; i++)
-        if (c->ending[i].pk == pk)
-            return &c->ending[i];
-    return NULL;
-}
-
-static struct ending_job *ending_add(struct controller *c, int64_t pk, bool stop)
-{
-    struct ending_job *e = ending_get(c, pk);
-    if (!e) {
-        XGROW(c->ending, c->nending, c->capending);
-        e = &c->ending[c->nending++];
-        *e = (struct ending_job){ .pk = pk, .since = clock_mono_ns() };
-    }
-    e->stop = e->stop || stop;
-    return e;
-}
-
-void controller_ending_remove(struct controller *c, int64_t pk)
-{
-    struct ending_job *e = ending_get(c, pk);
-    if (e)
-        *e = c->ending[--c->nending];
-}
-
-/* Marks the node the diagnosis blames (Xid, ECC...) suspect, unless it has a mark. */
+/* The node the diagnosis blames (Xid, ECC...) is this job's verdict, from its own log and exit:
+ * recorded as evidence, which marks the node for every job only when the job is an admin's or
+ * jobs of several owners agree (store/nodes.h). A mark already there is kept. */
 static void mark_node(struct controller *c, const struct job *j, const struct outcome *o)
 {
     if (!o->node_fault || !o->node[0])
         return;
-    struct node_mark *have = store_node_mark_get(c->st, o->node, NULL);
-    bool marked = have != NULL;
-    node_mark_free(have);
-    if (marked)
-        return; /* already marked (a failed preflight, an admin): keep that mark */
-    struct node_mark_new m = { .name = o->node,
-                               .state = "suspect",
+    struct node_evidence e = { .node = o->node,
+                               .job_id = j->id,
+                               .owner_id = j->owner_id,
+                               .owner = j->owner,
                                .reason = o->reason,
                                .message = o->message,
-                               .source = "diagnosis",
-                               .job_id = j->id };
+                               .source = "diagnosis" };
     struct err err;
     err_init(&err);
-    if (store_node_mark(c->st, &m, &err) < 0)
-        log_warn("controller: marking node %s: %s", o->node, err.msg);
+    if (store_node_evidence(c->st, &e, NULL, &err) < 0)
+        log_warn("controller: evidence against node %s: %s", o->node, err.msg);
     err_release(&err);
 }
 
@@ -83,24 +57,17 @@ static void conclude_failure(struct controller *c, struct executor *ex, const st
         { .type = "node_avoided", .reason = "AvoidNode", .message = o.dec.avoid_node, .rank = -1 },
     };
     size_t nev = o.dec.avoid_node[0] ? 2 : 1;
-    if (o.restart) {
-        struct job_update u = { .pk = j->pk,
-                                .set_state = true,
-                                .state = JOB_RESTARTING,
-                                .reason = o.reason,
-                                .message = o.message,
-                                .first_failure = o.first_failure,
-                                .events = ev,
-                                .nevents = nev };
-        if (controller_commit(c, &u) == 0) {
-            c->restarts++;
-            controller_ending_remove(c, j->pk);
-            controller_start_attempt(c, ex, j, v, j->attempt + 1);
-        }
-    } else {
+    if (o.restart)
+        controller_restart(c, ex, j, v, o.reason, o.message, o.first_failure, ev, nev);
+    else
         controller_finish(c, j, o.state, o.reason, o.message, o.first_failure, ev, nev);
-    }
     outcome_release(&o);
+}
+
+static void deadline_message(const struct spec_view *v, char *out, size_t size)
+{
+    snprintf(out, size, "ran longer than deadline_seconds (%lld s)",
+             (long long)v->deadline_seconds);
 }
 
 static bool logs_pending(struct controller *c, int64_t pk)
@@ -108,11 +75,40 @@ static bool logs_pending(struct controller *c, int64_t pk)
     return c->opts.logs_pending && c->opts.logs_pending(c->opts.logs_ctx, pk);
 }
 
+bool controller_past_deadline(const struct job *j, const struct spec_view *v, int64_t now)
+{
+    return v->deadline_seconds && j->started_at &&
+           now - j->started_at > v->deadline_seconds * NS_PER_SEC;
+}
+
+void controller_next_attempt(struct controller *c, struct executor *ex, const struct job *j,
+                             const struct spec_view *v, int64_t now)
+{
+    controller_stop_job(c, ex, j); /* once: what adoption found of the last attempt */
+    struct rank_counts n = controller_count_ranks(c, j->pk);
+    if (n.terminal < n.total)
+        return;
+    if (controller_past_deadline(j, v, now)) { /* the backoff outlasted the deadline */
+        char msg[128];
+        deadline_message(v, msg, sizeof(msg));
+        controller_finish(c, j, JOB_FAILED, "DeadlineExceeded", msg, NULL, NULL, 0);
+        return;
+    }
+    /* When the attempt ended, as controller_restart counted it (it knew no rank's end: then
+     * about when it committed). */
+    int64_t ended = n.last_finished ? n.last_finished : j->updated_at;
+    int64_t at = controller_restart_at(c, v, j->attempt + 1, ended);
+    if (at > now)
+        controller_wake_at(c, clock_mono_ns() + (at - now));
+    else
+        controller_start_attempt(c, ex, j, v, j->attempt + 1);
+}
+
 /* Drives a starting or running job whose ranks are ending (see the top). */
 void controller_settle(struct controller *c, struct executor *ex, const struct job *j,
                        const struct spec_view *v)
 {
-    struct ending_job *e = ending_get(c, j->pk);
+    struct ending_job *e = controller_ending_get(c, j->pk);
     if (ex->manages_restarts && !(e && e->stop))
         return; /* its executor decides from its own objects, unless trainyard stops the job */
     struct rank_counts n = controller_count_ranks(c, j->pk);
@@ -120,7 +116,7 @@ void controller_settle(struct controller *c, struct executor *ex, const struct j
     bool failing = n.failed > 0 || (e && e->stop) || (n.terminal == n.total && !all_ok);
     if (!failing && !all_ok)
         return;
-    e = ending_add(c, j->pk, false);
+    e = controller_ending_add(c, j->pk, false);
     if (failing)
         controller_stop_job(c, ex, j);
     if (n.terminal < n.total)
@@ -128,7 +124,11 @@ void controller_settle(struct controller *c, struct executor *ex, const struct j
     if (logs_pending(c, j->pk) &&
         clock_mono_ns() - e->since < c->opts.stop_grace_ns + SETTLE_EXTRA_NS)
         return;
-    if (failing) {
+    if (e->deadline) {
+        char msg[128];
+        deadline_message(v, msg, sizeof(msg));
+        controller_finish(c, j, JOB_FAILED, "DeadlineExceeded", msg, NULL, NULL, 0);
+    } else if (failing) {
         conclude_failure(c, ex, j, v);
     } else {
         controller_finish(c, j, JOB_SUCCEEDED, "Completed", "every rank exited with code 0", NULL,
@@ -148,7 +148,7 @@ static void stall_event(struct controller *c, const struct job *j, const char *t
 void controller_watch(struct controller *c, struct executor *ex, const struct job *j,
                       const struct spec_view *v)
 {
-    if (!c->opts.health || ending_get(c, j->pk))
+    if (!c->opts.health || controller_ending_get(c, j->pk))
         return;
     struct stall_options so;
     outcome_stall_options(v, c->opts.stall_floor_ns, &so);
@@ -163,26 +163,38 @@ void controller_watch(struct controller *c, struct executor *ex, const struct jo
     stall_event(c, j, began ? "stalled" : "progressing", began ? "Stalled" : "Progressing", -1,
                 rep.message);
     c->stalls += began;
-    if (c->hooks.job_state)
-        c->hooks.job_state(c->hooks.ctx, j->pk, j->state);
+    if (c->cb.job_state)
+        c->cb.job_state(c->cb.ctx, j->pk, j->state);
     if (began && strcmp(v->on_stall, "none") != 0) {
-        ending_add(c, j->pk, true);
+        controller_ending_add(c, j->pk, true);
         controller_stop_job(c, ex, j);
     }
 }
 
+/* The first pass past the deadline marks the job and stops its ranks (an event says so); it
+ * fails, DeadlineExceeded, only once every rank has ended, as a cancel completes only then: a
+ * `trainyard wait` must not return while the job's processes still run their grace period. */
 void controller_deadline(struct controller *c, struct executor *ex, const struct job *j,
                          const struct spec_view *v, int64_t now)
 {
-    char msg[128];
-    snprintf(msg, sizeof(msg), "ran longer than deadline_seconds (%lld s)",
-             (long long)v->deadline_seconds);
-    if (c->opts.health) {
-        struct ending_event ev = {
-            .rank = -1, .time_ns = now, .reason = "DeadlineExceeded", .message = msg
-        };
-        health_event(c->opts.health, j->pk, j->attempt, &ev);
+    struct ending_job *e = controller_ending_get(c, j->pk);
+    if (!e || !e->deadline) {
+        controller_ending_add(c, j->pk, true)->deadline = true;
+        char msg[128], stopping[192];
+        deadline_message(v, msg, sizeof(msg));
+        snprintf(stopping, sizeof(stopping), "%s: stopping its ranks", msg);
+        if (c->opts.health) {
+            struct ending_event ev = {
+                .rank = -1, .time_ns = now, .reason = "DeadlineExceeded", .message = msg
+            };
+            health_event(c->opts.health, j->pk, j->attempt, &ev);
+        }
+        struct job_event ev = { .type = "deadline_exceeded",
+                                .reason = "DeadlineExceeded",
+                                .message = stopping,
+                                .rank = -1 };
+        struct job_update u = { .pk = j->pk, .events = &ev, .nevents = 1 };
+        controller_commit(c, &u);
     }
-    controller_finish(c, j, JOB_FAILED, "DeadlineExceeded", msg, NULL, NULL, 0);
-    controller_stop_job(c, ex, j);
+    controller_settle(c, ex, j, v);
 }

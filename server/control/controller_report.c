@@ -4,16 +4,26 @@
  * order on the controller thread (controller_drain): a rank started or ended, a job's own
  * conditions (Kubernetes). Executors that restart ranks themselves (manages_restarts: the
  * Training Operator) decide a job's fate from their own objects, so a rank's end is only
- * recorded for them. The queue owns copies of every string of a report.
+ * recorded for them. The queue owns copies of every string of a report. A report changes the
+ * job's state only through controller_state.c's transitions, or controller_end.c's settling.
  */
-#include "server/control/controller_internal.h"
+#include "server/control/controller_report.h"
 
 #include "core/clock.h"
 #include "core/jsonx.h"
 #include "core/log.h"
 #include "core/xalloc.h"
+#include "server/control/controller_end.h"
 #include "server/health/health.h"
-#include "store/tokens.h"
+#include "store/usage.h"
+
+struct queued_report {
+    bool is_job;
+    struct rank_report rank;
+    struct job_report job;
+    char *strings[7]; /* owned copies of the report's strings */
+    struct queued_report *next;
+};
 
 static char *dup_or_null(const char *s)
 {
@@ -40,6 +50,8 @@ static void on_rank(void *ctx, const struct rank_report *r)
     q->rank.pod = q->strings[1] = dup_or_null(r->pod);
     q->rank.reason = q->strings[2] = dup_or_null(r->reason);
     q->rank.message = q->strings[3] = dup_or_null(r->message);
+    q->rank.instance_type = q->strings[5] = dup_or_null(r->instance_type);
+    q->rank.capacity_type = q->strings[6] = dup_or_null(r->capacity_type);
     if (!q->rank.time)
         q->rank.time = clock_now_ns();
     enqueue(ctx, q);
@@ -67,7 +79,7 @@ static void on_job(void *ctx, const struct job_report *r)
 
 static void report_free(struct queued_report *q)
 {
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 7; i++)
         free(q->strings[i]);
     for (size_t i = 0; q->is_job && i < q->job.nevents; i++) {
         free((char *)q->job.events[i].type);
@@ -187,6 +199,13 @@ static void feed_ending(struct controller *c, const struct rank_report *r, enum 
     health_rank_ended(c->opts.health, r->job_pk, r->attempt, &e);
 }
 
+/* usage: the run that ended, counted with the rank's end in its transaction (store/usage.h). */
+static void usage_of(const struct spec_view *v, const struct rank_report *r, struct usage_run *run)
+{
+    usage_run_init(run, v, r->attempt, r->rank, r->started_at, r->time, r->node, r->instance_type,
+                   r->capacity_type);
+}
+
 /* An executor that restarts ranks itself (Kubernetes) decides the job's fate from its own
  * objects: a rank's end is recorded, and its failure noted as the first one; only a cancel
  * completes here, once every rank has ended (and a stop trainyard decided: controller_settle). */
@@ -215,23 +234,24 @@ static void rank_ended_managed(struct controller *c, struct executor *ex, const 
     struct job_event e = {
         .type = "rank_exited", .reason = r->reason, .message = msg, .rank = r->rank, .time = r->time
     };
-    struct job_update u = {
-        .pk = j->pk, .ranks = &rc, .nranks = 1, .events = &e, .nevents = 1, .first_failure = ff
-    };
+    struct usage_run run;
+    usage_of(v, r, &run);
+    struct job_update u = { .pk = j->pk,
+                            .ranks = &rc,
+                            .nranks = 1,
+                            .events = &e,
+                            .nevents = 1,
+                            .first_failure = ff,
+                            .usage = &run };
     feed_ending(c, r, r->state);
     int rc_commit = controller_commit(c, &u);
     free(ff);
     if (rc_commit < 0)
         return;
-    if (j->state == JOB_STARTING || j->state == JOB_RUNNING) {
+    if (j->state == JOB_STARTING || j->state == JOB_RUNNING)
         controller_settle(c, ex, j, v);
-        return;
-    }
-    struct rank_counts n = controller_count_ranks(c, j->pk);
-    if (j->state == JOB_CANCELLING && n.terminal == n.total) {
-        controller_finish(c, j, JOB_CANCELLED, "Cancelled", j->message, NULL, NULL, 0);
-        controller_mark_stop(c, j->pk, false);
-    }
+    else
+        controller_cancel_done(c, j);
 }
 
 static void rank_ended(struct controller *c, struct executor *ex, const struct job *j,
@@ -262,17 +282,21 @@ static void rank_ended(struct controller *c, struct executor *ex, const struct j
     struct job_event e = {
         .type = "rank_exited", .reason = r->reason, .message = msg, .rank = r->rank, .time = r->time
     };
-    struct job_update u = { .pk = j->pk, .ranks = &rc, .nranks = 1, .events = &e, .nevents = 1 };
+    struct usage_run run;
+    usage_of(v, r, &run);
+    struct job_update u = {
+        .pk = j->pk, .ranks = &rc, .nranks = 1, .events = &e, .nevents = 1, .usage = &run
+    };
     if (!known)
         feed_ending(c, r, state);
     if (controller_commit(c, &u) < 0 || jobstate_terminal(j->state))
         return;
-    struct rank_counts n = controller_count_ranks(c, j->pk);
-    if (j->state == JOB_CANCELLING && n.terminal == n.total) {
-        controller_finish(c, j, JOB_CANCELLED, "Cancelled", j->message, NULL, NULL, 0);
-        controller_mark_stop(c, j->pk, false);
-    } else if (j->state == JOB_RESTARTING && n.terminal == n.total) {
-        controller_start_attempt(c, ex, j, v, j->attempt + 1);
+    if (j->state == JOB_CANCELLING) {
+        controller_cancel_done(c, j);
+    } else if (controller_suspend_done(c, j)) {
+        /* queued again once its last rank ended */
+    } else if (j->state == JOB_RESTARTING) {
+        controller_next_attempt(c, ex, j, v, clock_now_ns());
     } else if (j->state == JOB_STARTING || j->state == JOB_RUNNING) {
         controller_settle(c, ex, j, v);
     }
@@ -290,9 +314,18 @@ static void rank_running(struct controller *c, struct executor *ex, const struct
                               .node = r->node,
                               .pod = r->pod,
                               .started_at = r->time };
-    struct job_event e = {
-        .type = "rank_started", .reason = "Started", .rank = r->rank, .time = r->time
-    };
+    char msg[160];
+    if (r->pod && r->pod[0])
+        snprintf(msg, sizeof(msg), "rank %d started in pod %s%s%s", r->rank, r->pod,
+                 r->node && r->node[0] ? " on " : "", r->node ? r->node : "");
+    else
+        snprintf(msg, sizeof(msg), "rank %d started (pid %d)%s%s", r->rank, (int)r->pid,
+                 r->node && r->node[0] ? " on " : "", r->node ? r->node : "");
+    struct job_event e = { .type = "rank_started",
+                           .reason = "Started",
+                           .message = msg,
+                           .rank = r->rank,
+                           .time = r->time };
     struct job_update u = { .pk = j->pk, .ranks = &rc, .nranks = 1, .events = &e, .nevents = 1 };
     /* After the operator restarted pods, the job runs again once they all do. */
     bool promotable =
@@ -307,16 +340,8 @@ static void rank_running(struct controller *c, struct executor *ex, const struct
     for (size_t i = 0; i < n; i++)
         running += ranks[i].state == RANK_RUNNING || ranks[i].state == RANK_SUCCEEDED;
     ranks_free(ranks, n);
-    if (running == n) {
-        struct job_update run = { .pk = j->pk,
-                                  .set_state = true,
-                                  .state = JOB_RUNNING,
-                                  .only_if_state = true,
-                                  .if_state = j->state,
-                                  .reason = "Running",
-                                  .message = "every rank is running" };
-        controller_commit(c, &run);
-    }
+    if (running == n)
+        controller_running(c, j, j->state);
 }
 
 /* True when the stored rank already says what r says (an executor that reports its view again
@@ -351,7 +376,10 @@ static void handle_rank(struct controller *c, const struct rank_report *r)
      * already says (its nodes' GPUs were never polled again). */
     if (ex && r->attempt == j->attempt && r->state == RANK_RUNNING && c->opts.health)
         health_rank_placed(c->opts.health, j->pk, r->attempt, r->rank, r->node, r->pod);
-    if (ex && r->attempt == j->attempt && !(ex->manages_restarts && unchanged(c, r))) {
+    /* A rank already running reported running again is the executor adopting it after a
+     * daemon restart: nothing happened, so no second rank_started event. */
+    bool same = (ex && ex->manages_restarts) || r->state == RANK_RUNNING ? unchanged(c, r) : false;
+    if (ex && r->attempt == j->attempt && !same) {
         if (r->state == RANK_RUNNING)
             rank_running(c, ex, j, r);
         else if (rankstate_terminal(r->state))
@@ -381,25 +409,7 @@ static void handle_job(struct controller *c, const struct job_report *r)
         return;
     if (r->attempt == j->attempt) {
         feed_events(c, r);
-        struct job_update u = { .pk = j->pk,
-                                .set_state = r->set_state,
-                                .state = r->state,
-                                .reason = r->reason,
-                                .message = r->message,
-                                .events = r->events,
-                                .nevents = r->nevents };
-        if (r->set_state && r->state == JOB_RESTARTING) {
-            u.set_attempt = true;
-            u.attempt = j->attempt + 1;
-        }
-        int rc = controller_commit(c, &u);
-        if (rc == 0 && u.set_attempt && c->opts.health) /* the operator restarts the pods */
-            health_attempt(c->opts.health, j, u.attempt, j->nranks, false);
-        if (rc == 0 && r->set_state && jobstate_terminal(r->state)) {
-            store_tokens_revoke_job(c->st, j->pk, clock_now_ns(), NULL);
-            if (c->opts.health)
-                health_forget(c->opts.health, j->pk);
-        }
+        controller_reported(c, j, r);
     }
     job_free(j);
 }

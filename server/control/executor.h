@@ -1,5 +1,5 @@
 /*
- * executor: what runs a job's ranks, behind one interface. The controller (controller.c) owns
+ * executor: what runs a job's ranks, behind one interface. The controller (controller*.c) owns
  * the job state machine and every decision (admit, restart, fail, stop); an executor only
  * carries decisions out and reports what it observes, through struct executor_events.
  *
@@ -35,6 +35,12 @@ struct rank_report {
     const char *message;
     int64_t time;
     int restarts; /* executors that manage restarts: the rank's restarts so far */
+    /* usage (store/usage.h), for a rank's end when the executor knows them: the run's own
+     * start (0: the one reported when it ran), the node's instance and capacity type (NULL:
+     * the spec's placement) */
+    int64_t started_at;
+    const char *instance_type;
+    const char *capacity_type;
 };
 
 /* What an executor saw happen to a job as a whole (Kubernetes conditions, events). */
@@ -64,6 +70,9 @@ struct executor {
      * too), -1 when the executor already holds it (its object waits in the cluster's own
      * queue): skipped, without holding up the others. */
     int (*fits)(struct executor *ex, const struct job *job, const struct spec_view *spec);
+    /* What it can run at once, in rank slots and GPUs; NULL, or -1 in either: unbounded (the
+     * cluster decides, through fits()). The scheduler plans with it (scheduler.h). */
+    void (*capacity)(struct executor *ex, int64_t *slots, int64_t *gpus);
     /* Starts every rank of attempt `attempt`; reports RANK_RUNNING per rank as they start.
      * worker_token is the job-scoped token the ranks use to call the daemon (TRAINYARD_TOKEN). */
     int (*start)(struct executor *ex, const struct job *job, const struct spec_view *spec,

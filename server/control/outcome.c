@@ -141,21 +141,37 @@ static bool retryable_exit(const struct spec_view *v, const struct rank *k)
     return code == 130 || code == 137 || code == 143 || code == 138;
 }
 
-static void legacy_exit_code(const struct spec_view *v, const struct job *j, const struct rank *k,
-                             struct retry_decision *d)
+static void legacy_exit_code(const struct spec_view *v, const struct job *j, int susp,
+                             const struct rank *k, struct retry_decision *d)
 {
     if (d->category == RETRY_PREEMPTION || v->restart_on)
         return; /* preemptions keep their own budget; `on` replaces the exit code rule */
-    bool ok = k && j->attempt < v->max_restarts && retryable_exit(v, k);
-    d->restart = ok;
+    bool listed = k && retryable_exit(v, k), budget = j->attempt - susp < v->max_restarts;
+    d->restart = listed && budget;
     int code = k ? (k->signal ? 128 + k->signal : k->exit_code) : -1;
     snprintf(d->reason, sizeof(d->reason), "exit code %d %s restart.exit_codes%s", code,
-             ok ? "is in" : "is not in",
-             ok || !k || j->attempt < v->max_restarts ? "" : " (restarts used up)");
+             listed ? "is in" : "is not in", listed && !budget ? " (restarts used up)" : "");
 }
 
+/* The ending of the rank the summary names (its exit code or signal belongs to it, not to the
+ * rank that happened to exit first); NULL when that rank has none. */
+static const struct rank *named_rank(const struct diag_summary *s, const struct rank *ranks,
+                                     size_t n, const struct rank *first)
+{
+    int want = s->log_rank >= 0 ? s->log_rank : s->rank;
+    if (!s->found)
+        return first;
+    if (s->every_rank)
+        return NULL; /* no rank is named, so no rank's ending either */
+    for (size_t i = 0; i < n && want >= 0; i++)
+        if (ranks[i].rank == want)
+            return &ranks[i];
+    return NULL;
+}
+
+/* k: the failed rank the summary names (NULL: none or the job), first: the first to fail. */
 static char *first_failure_json(const struct diag_summary *s, const struct rank *k,
-                                const struct job *j, const char *reason)
+                                const struct rank *first, const struct job *j, const char *reason)
 {
     json_t *o = diag_summary_json(s);
     if (!json_is_object(o)) {
@@ -163,6 +179,8 @@ static char *first_failure_json(const struct diag_summary *s, const struct rank 
         o = json_object();
     }
     int rank = s->rank >= 0 ? s->rank : s->log_rank >= 0 ? s->log_rank : k ? k->rank : -1;
+    if (s->every_rank)
+        rank = -1; /* every rank reported it alike: the logs name none */
     json_object_set_new(o, "rank", rank >= 0 ? json_integer(rank) : json_null());
     json_object_set_new(o, "reason", json_string(reason));
     json_object_set_new(o, "kind", json_string(s->found ? kinds_info(s->kind)->name : "exit"));
@@ -171,9 +189,9 @@ static char *first_failure_json(const struct diag_summary *s, const struct rank 
                             k->exit_code >= 0 ? json_integer(k->exit_code) : json_null());
         json_object_set_new(o, "signal", k->signal ? json_integer(k->signal) : json_null());
     }
-    if (json_is_null(json_object_get(o, "node")) || !json_object_get(o, "node"))
+    if ((json_is_null(json_object_get(o, "node")) || !json_object_get(o, "node")) && rank >= 0)
         jsonx_set_str(o, "node", k && k->node[0] ? k->node : NULL);
-    jsonx_set_time(o, "at", s->time_ns ? s->time_ns : k ? k->finished_at : clock_now_ns());
+    jsonx_set_time(o, "at", s->time_ns ? s->time_ns : first ? first->finished_at : clock_now_ns());
     json_object_set_new(o, "attempt", json_integer(j->attempt));
     char *text = jsonx_dumps(o);
     json_decref(o);
@@ -198,10 +216,10 @@ void outcome_decide(struct store *st, struct health *h, const struct job *j,
     }
     struct retry_policy pol;
     outcome_policy(v, &pol);
-    int pre = preemption_restarts(st, j);
-    retry_decide(&hs.s, &pol, j->attempt - pre, pre, &out->dec);
+    int pre = preemption_restarts(st, j), susp = store_job_suspensions(st, j->pk);
+    retry_decide(&hs.s, &pol, j->attempt - pre - susp, pre, &out->dec);
     if (strcmp(v->restart_policy, "exit_code") == 0)
-        legacy_exit_code(v, j, k, &out->dec);
+        legacy_exit_code(v, j, susp, k, &out->dec);
     out->restart = out->dec.restart;
     out->state = out->dec.preempted ? JOB_PREEMPTED : JOB_FAILED;
     if (hs.s.found) {
@@ -215,7 +233,8 @@ void outcome_decide(struct store *st, struct health *h, const struct job *j,
     }
     out->node_fault = hs.s.found && hs.s.node_fault;
     snprintf(out->node, sizeof(out->node), "%s", hs.s.node ? hs.s.node : "");
-    out->first_failure = first_failure_json(&hs.s, k, j, out->reason);
+    out->first_failure =
+        first_failure_json(&hs.s, named_rank(&hs.s, ranks, n, k), k, j, out->reason);
     out->decision = retry_decision_json(&out->dec);
     json_object_set_new(out->decision, "attempt", json_integer(j->attempt));
     ranks_free(ranks, n);

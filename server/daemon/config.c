@@ -48,10 +48,32 @@ static const struct option_def options[] = {
     OPT("per-ip-limit", O_INT, per_ip_limit, "256", "open connections per client address"),
     OPT("timeout", O_INT, timeout_seconds, "30",
         "seconds before an idle or stalled connection is closed (slow clients)"),
+    OPT("header-timeout", O_INT, header_timeout_seconds, "10",
+        "seconds a connection has to send a request's headers, from its start or its previous "
+        "response, however slowly they trickle in (0: only --timeout)"),
     OPT("sync-full", O_BOOL, sync_full, "on",
         "fsync each commit (survives power loss); off: survives process crashes only"),
     OPT("local-slots", O_INT, local_slots, "0", "ranks the local executor runs at once (0: CPUs)"),
+    OPT("local-gpus", O_STRING, local_gpus, "auto",
+        "GPUs the local executor hands out: auto (every GPU NVML finds), none, or indices or "
+        "UUIDs, comma-separated"),
+    OPT("test-gpus", O_STRING, test_gpus, "",
+        "TESTS ONLY: a JSON file listing GPUs ({index, uuid, name, memory_bytes}) used instead "
+        "of NVML"),
+    OPT("local-sandbox", O_STRING, local_sandbox, "auto",
+        "sandbox local ranks: auto (when the host can; else only admins may run local jobs), "
+        "required (refuse to start without), off (ranks run as the daemon: accepts the risk)"),
+    OPT("local-uid-base", O_INT, local_uid_base, "1879048192",
+        "sandboxed ranks run as uid (and gid) base + n, one n per running job"),
+    OPT("local-uids", O_INT, local_uids, "65536", "how many identities from --local-uid-base"),
+    OPT("local-pids-max", O_INT, local_pids_max, "16384", "processes and threads per rank"),
+    OPT("local-checkpoint-roots", O_STRING, local_checkpoint_roots, "",
+        "directories (comma-separated) under which non-admin tokens may set checkpoint.path"),
     OPT("stop-grace", O_DURATION, stop_grace_ns, "10s", "SIGTERM to SIGKILL when stopping ranks"),
+    OPT("restart-backoff", O_DURATION, restart_backoff_ns, "10s",
+        "wait before a job's first restart, doubling with each (spec: restart.backoff_seconds)"),
+    OPT("restart-backoff-max", O_DURATION, restart_backoff_max_ns, "5m",
+        "longest wait before a restart (spec: restart.max_backoff_seconds)"),
     OPT("log-max-bytes", O_BYTES, log_max_bytes, "1Gi", "log bytes kept per job (oldest go first)"),
     OPT("log-max-age", O_DURATION, log_max_age_ns, "30d", "log lines older than this are dropped"),
     OPT("log-max-line", O_BYTES, log_max_line, "64Ki", "bytes kept of one log line"),
@@ -61,6 +83,12 @@ static const struct option_def options[] = {
         "in-cluster)"),
     OPT("context", O_STRING, kube_context, "", "kubeconfig context (default: current)"),
     OPT("namespace", O_STRING, kube_namespace, "", "Kubernetes namespace (default: context's)"),
+    OPT("kube-daemon-namespace", O_STRING, kube_daemon_namespace, "",
+        "the daemon's own namespace, where only admin tokens may run jobs (default: its pod's)"),
+    OPT("kube-daemon-service-accounts", O_STRING, kube_daemon_service_accounts, "trainyard",
+        "the daemon's own service accounts (comma-separated): only admin tokens' jobs run as them"),
+    OPT("kube-daemon-volume-claims", O_STRING, kube_daemon_volume_claims, "trainyard-data",
+        "the daemon's own volume claims (comma-separated): only admin tokens' jobs mount them"),
     OPT("kube-log-streams", O_INT, kube_log_streams, "1000",
         "pod log streams followed at once; the others are read when a stream frees"),
     OPT("diagnosis", O_BOOL, diagnosis, "on",
@@ -70,7 +98,15 @@ static const struct option_def options[] = {
     OPT("prometheus-interval", O_DURATION, prometheus_interval_ns, "15s",
         "how often DCGM GPU metrics are read from --prometheus-url"),
     OPT("max-body", O_BYTES, limits.max_body_bytes, "1Mi", "largest request body"),
-    OPT("max-json-depth", O_INT, limits.max_json_depth, "32", "deepest JSON/YAML nesting"),
+    OPT("max-json-depth", O_INT, limits.max_json_depth, "32",
+        "deepest JSON/YAML nesting (YAML aliases count what they expand to)"),
+    OPT("max-spec", O_BYTES, limits.max_spec_bytes, "512Ki", "largest job spec, as stored"),
+    OPT("max-url", O_BYTES, limits.max_url_bytes, "8Ki", "longest request path and query"),
+    OPT("max-query-params", O_INT, limits.max_query_params, "64", "query parameters per request"),
+    OPT("max-selector-terms", O_INT, limits.max_selector_terms, "32",
+        "terms of a label selector (GET /v1/jobs?selector=)"),
+    OPT("max-page-bytes", O_BYTES, limits.max_page_bytes, "8Mi",
+        "a page of GET /v1/jobs ends (with a cursor) once it holds this much"),
     OPT("max-string", O_BYTES, limits.spec.max_string_bytes, "64Ki", "longest string in a spec"),
     OPT("max-ranks", O_INT, limits.spec.max_ranks, "4096", "ranks per job at most"),
     OPT("max-nodes", O_INT, limits.spec.max_nodes, "1024", "nodes per job at most"),
@@ -103,9 +139,28 @@ static const struct option_def options[] = {
     OPT("webhook-retry-max", O_DURATION, webhook_retry_max_ns, "1h",
         "longest delay between attempts"),
     OPT("webhook-attempts", O_INT, webhook_attempts, "12", "attempts per webhook message at most"),
+    OPT("webhook-allow-local", O_BOOL, webhook_allow_local, "off",
+        "let webhook URLs reach loopback, link-local and cloud metadata addresses (a receiver "
+        "on this host, tests)"),
 };
 
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))
+
+/* The O_BYTES settings held in a size_t (the others are int64_t). */
+static bool is_size_t(size_t offset)
+{
+    static const size_t fields[] = {
+        offsetof(struct config, limits.max_body_bytes),
+        offsetof(struct config, limits.spec.max_string_bytes),
+        offsetof(struct config, limits.max_spec_bytes),
+        offsetof(struct config, limits.max_url_bytes),
+        offsetof(struct config, limits.max_page_bytes),
+    };
+    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+        if (fields[i] == offset)
+            return true;
+    return false;
+}
 
 static int set_value(struct config *cfg, const struct option_def *o, const char *value,
                      const char *source, struct err *err)
@@ -136,9 +191,7 @@ static int set_value(struct config *cfg, const struct option_def *o, const char 
         break;
     case O_BYTES:
         ok = parse_bytes(value, &v) == 0;
-        if (ok && o->offset == offsetof(struct config, limits.max_body_bytes))
-            *(size_t *)field = (size_t)v;
-        else if (ok && o->offset == offsetof(struct config, limits.spec.max_string_bytes))
+        if (ok && is_size_t(o->offset))
             *(size_t *)field = (size_t)v;
         else if (ok)
             *(int64_t *)field = v;

@@ -31,16 +31,29 @@ struct config {
     int connection_limit;
     int per_ip_limit;
     int timeout_seconds;
+    int header_timeout_seconds;
     bool sync_full;
     int local_slots;
+    char *local_gpus;    /* auto, none, or a list */
+    char *test_gpus;     /* TESTS ONLY */
+    char *local_sandbox; /* auto, required, off */
+    int local_uid_base;
+    int local_uids;
+    int local_pids_max;
+    char *local_checkpoint_roots;
     int64_t stop_grace_ns;
-    int64_t log_max_bytes;  /* per job */
-    int64_t log_max_age_ns; /* per line */
-    int64_t log_max_line;   /* bytes kept of one line */
-    int64_t log_poll_ns;    /* how often rank log files are read */
+    int64_t restart_backoff_ns, restart_backoff_max_ns; /* before the controller's restarts */
+    int64_t log_max_bytes;                              /* per job */
+    int64_t log_max_age_ns;                             /* per line */
+    int64_t log_max_line;                               /* bytes kept of one line */
+    int64_t log_poll_ns;                                /* how often rank log files are read */
     char *kubeconfig;
     char *kube_context;
     char *kube_namespace;
+    /* The daemon's own in the cluster: no non-admin job may use them (api/policy.h). */
+    char *kube_daemon_namespace; /* "": its pod's, when it runs in one */
+    char *kube_daemon_service_accounts;
+    char *kube_daemon_volume_claims;
     int kube_log_streams;
     bool diagnosis; /* feed every stored log line to the jobs' diagnoses */
     int64_t stall_floor_ns;
@@ -56,6 +69,7 @@ struct config {
     int64_t webhook_retry_base_ns;
     int64_t webhook_retry_max_ns;
     int webhook_attempts;
+    bool webhook_allow_local;
     struct api_limits limits;
 };
 

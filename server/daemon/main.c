@@ -6,7 +6,9 @@
  */
 #include <curl/curl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdatomic.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,8 +22,9 @@
 #include "server/health/dcgm.h"
 #include "server/health/health.h"
 #include "core/clock.h"
+#include "core/jsonx.h"
 #include "core/log.h"
-#include "core/notify.h"
+#include "core/wakeups.h"
 #include "core/xalloc.h"
 #include "server/http/http.h"
 #include "server/kube/kube.h"
@@ -39,7 +42,7 @@
 struct daemon {
     struct config cfg;
     struct store *store;
-    struct notify *notify;
+    struct wakeups *wakeups;
     struct collect *collect;
     struct health *health;
     struct dcgm *dcgm;
@@ -53,6 +56,9 @@ struct daemon {
     struct api api;
     struct http *http;
     char url[128];
+    char *jobs_namespace; /* where Kubernetes jobs that name none run (the policy's default) */
+    int lock_fd;          /* DATA_DIR/trainyard.lock, held while the daemon runs */
+    const char *hide[6];  /* the secrets ranks must not see */
 };
 
 static int usage(FILE *out)
@@ -66,7 +72,7 @@ static int usage(FILE *out)
     return 2;
 }
 
-static void hook_job_changed(void *ctx, int64_t pk)
+static void on_job_changed(void *ctx, int64_t pk)
 {
     struct daemon *d = ctx;
     controller_wake(d->controller, pk);
@@ -74,26 +80,26 @@ static void hook_job_changed(void *ctx, int64_t pk)
 }
 
 /* Called on the controller thread after each committed state change: only marks the job. */
-static void hook_job_state(void *ctx, int64_t pk, enum job_state state)
+static void on_job_state(void *ctx, int64_t pk, enum job_state state)
 {
     (void)state;
     struct daemon *d = ctx;
     notifier_job(d->notifier, pk);
 }
 
-static void hook_triggers_pending(void *ctx)
+static void on_triggers_pending(void *ctx)
 {
     struct daemon *d = ctx;
     triggerloop_wake(d->triggers);
 }
 
-static void hook_webhooks_pending(void *ctx)
+static void on_webhooks_pending(void *ctx)
 {
     struct daemon *d = ctx;
     notifier_wake(d->notifier);
 }
 
-static void hook_job_deleted(void *ctx, const char *job_id)
+static void on_job_deleted(void *ctx, const char *job_id)
 {
     struct daemon *d = ctx;
     for (size_t i = 0; i < d->nexec; i++)
@@ -101,7 +107,7 @@ static void hook_job_deleted(void *ctx, const char *job_id)
             d->executors[i]->forget(d->executors[i], job_id);
 }
 
-static json_t *hook_dry_run(void *ctx, const json_t *spec, const char *job_id, struct err *err)
+static json_t *on_dry_run(void *ctx, const json_t *spec, const char *job_id, struct err *err)
 {
     struct daemon *d = ctx;
     struct spec_view v;
@@ -121,12 +127,25 @@ static json_t *hook_dry_run(void *ctx, const json_t *spec, const char *job_id, s
     return NULL;
 }
 
-static json_t *hook_nodes(void *ctx, struct err *err)
+static bool on_queue_status(void *ctx, int64_t pk, char *reason, size_t rlen, char *message,
+                            size_t mlen, int *position)
 {
     struct daemon *d = ctx;
-    if (!d->kube) /* no cluster: only the nodes that have marks are listed */
-        return json_pack("{s:[]}", "items");
-    return kube_nodes_snapshot(d->kube, err);
+    return controller_queue_status(d->controller, pk, reason, rlen, message, mlen, position);
+}
+
+static json_t *on_nodes(void *ctx, struct err *err)
+{
+    struct daemon *d = ctx;
+    json_t *out = d->kube ? kube_nodes_snapshot(d->kube, err) : json_pack("{s:[]}", "items");
+    json_t *local = local_node(d->executors[0]);
+    /* This machine, where the local executor runs ranks: listed when that is the default
+     * executor, or while it runs any (a daemon in a cluster's pod is not a node of it). */
+    if (out && (strcmp(d->cfg.executor, "local") == 0 ||
+                jsonx_int(json_object_get(local, "slots"), "used", 0) > 0))
+        json_array_append_new(json_object_get(out, "items"), json_incref(local));
+    json_decref(local);
+    return out;
 }
 
 /* trainyard's state of a job, for the Kubernetes executor's suspended objects. */
@@ -157,7 +176,7 @@ static char **kube_marked_nodes(void *ctx, const char *state)
     return names;
 }
 
-static void hook_metrics(void *ctx, struct buf *out)
+static void on_metrics(void *ctx, struct buf *out)
 {
     struct daemon *d = ctx;
     controller_metrics(d->controller, out);
@@ -174,8 +193,8 @@ static void hook_metrics(void *ctx, struct buf *out)
 
 /* Heartbeats and preflight reports of ranks (HTTP threads): recorded by the health registry;
  * a failed preflight fails the rank at once. */
-static void hook_rank_report(void *ctx, int64_t pk, int attempt, int rank, const char *kind,
-                             const json_t *body)
+static void on_rank_report(void *ctx, int64_t pk, int attempt, int rank, const char *kind,
+                           const json_t *body)
 {
     struct daemon *d = ctx;
     if (strcmp(kind, "heartbeat") == 0) {
@@ -259,10 +278,52 @@ static int bootstrap_admin(struct daemon *d, struct err *err)
     return 0;
 }
 
+/* One daemon per data directory: a second one would share the database with the first and
+ * start the same jobs twice. The lock goes with the process (kill -9 included). */
+static int lock_data_dir(struct daemon *d, struct err *err)
+{
+    char *path = xasprintf("%s/trainyard.lock", d->cfg.data_dir);
+    d->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    int rc = 0;
+    if (d->lock_fd < 0)
+        rc = err_set(err, ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    else if (flock(d->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+        char pid[32] = "";
+        ssize_t n = pread(d->lock_fd, pid, sizeof(pid) - 1, 0);
+        pid[n > 0 ? n : 0] = '\0';
+        pid[strcspn(pid, "\n")] = '\0';
+        rc = err_set(err, ERR_CONFLICT, "another daemon (pid %s) uses the data directory %s",
+                     pid[0] ? pid : "unknown", d->cfg.data_dir);
+    } else {
+        char pid[32];
+        int len = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+        if (ftruncate(d->lock_fd, 0) < 0 || pwrite(d->lock_fd, pid, (size_t)len, 0) < 0)
+            log_warn("cannot write the pid into %s: %s", path, strerror(errno));
+    }
+    free(path);
+    return rc;
+}
+
+/* The data directory and everything in it are the daemon's alone: a sandboxed rank sees its
+ * own job's directories through its mounts, never through the data directory's path. */
+static void tighten_data_dir(struct daemon *d)
+{
+    chmod(d->cfg.data_dir, 0700);
+    const char *files[] = { "trainyard.db", "trainyard.db-wal", "trainyard.db-shm" };
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        char *path = xasprintf("%s/%s", d->cfg.data_dir, files[i]);
+        chmod(path, 0600); /* made 0644 by daemons before 0.2 */
+        free(path);
+    }
+}
+
 static int open_store(struct daemon *d, struct err *err)
 {
     if (mkdir(d->cfg.data_dir, 0700) < 0 && errno != EEXIST)
         return err_set(err, ERR_IO, "cannot create %s: %s", d->cfg.data_dir, strerror(errno));
+    if (lock_data_dir(d, err) < 0)
+        return -1;
+    tighten_data_dir(d);
     char *path = xasprintf("%s/trainyard.db", d->cfg.data_dir);
     struct store_options so = { .sync_full = d->cfg.sync_full,
                                 .busy_timeout_ms = 5000,
@@ -293,6 +354,7 @@ static void open_triggers(struct daemon *d)
         .retry = { .base_ms = c->webhook_retry_base_ns / NS_PER_MS,
                    .max_ms = c->webhook_retry_max_ns / NS_PER_MS,
                    .max_attempts = c->webhook_attempts },
+        .allow_local = c->webhook_allow_local,
     };
     d->notifier = notifier_new(d->store, &no);
 }
@@ -306,6 +368,29 @@ static int start_triggers(struct daemon *d, struct err *err)
     return notifier_start(d->notifier, d->api.public_url, err);
 }
 
+/* --local-sandbox, and the files ranks must not see: the daemon's secrets outside its data
+ * directory (which ranks never see). */
+static int local_sandbox_mode(struct daemon *d, enum local_sandbox *mode, struct err *err)
+{
+    const char *m = d->cfg.local_sandbox;
+    if (strcmp(m, "auto") == 0)
+        *mode = LOCAL_SANDBOX_AUTO;
+    else if (strcmp(m, "required") == 0)
+        *mode = LOCAL_SANDBOX_REQUIRED;
+    else if (strcmp(m, "off") == 0)
+        *mode = LOCAL_SANDBOX_OFF;
+    else
+        return err_set(err, ERR_INVALID, "--local-sandbox: '%s' is not auto, required or off", m);
+    const char *secrets[] = { d->cfg.admin_token_file, d->cfg.config_file, d->cfg.kubeconfig,
+                              d->cfg.tls_key };
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof(secrets) / sizeof(secrets[0]); i++)
+        if (secrets[i] && secrets[i][0])
+            d->hide[n++] = secrets[i];
+    d->hide[n] = NULL;
+    return 0;
+}
+
 static int start_executors(struct daemon *d, struct err *err)
 {
     struct health_options hopt = { .skip_logs = !d->cfg.diagnosis };
@@ -313,17 +398,30 @@ static int start_executors(struct daemon *d, struct err *err)
     struct collect_options co = { .max_bytes = d->cfg.log_max_bytes,
                                   .max_age_ns = d->cfg.log_max_age_ns,
                                   .poll_ns = d->cfg.log_poll_ns,
-                                  .hooks = { .ctx = d->health,
-                                             .lines = d->cfg.diagnosis ? health_lines : NULL } };
-    d->collect = collect_new(d->store, d->notify, &co);
+                                  .stored = { .ctx = d->health,
+                                              .lines = d->cfg.diagnosis ? health_lines : NULL } };
+    d->collect = collect_new(d->store, d->wakeups, &co);
     struct local_options lo = { .data_dir = d->cfg.data_dir,
                                 .slots = d->cfg.local_slots,
+                                .uid_base = (unsigned)d->cfg.local_uid_base,
+                                .uid_count = (unsigned)d->cfg.local_uids,
+                                .pids_max = d->cfg.local_pids_max,
+                                .hide = d->hide,
+                                .gpus = d->cfg.local_gpus,
+                                .gpus_file = d->cfg.test_gpus,
                                 .max_line = d->cfg.log_max_line,
+                                .max_log_bytes = d->cfg.log_max_bytes,
                                 .logs = collect_sources(d->collect) };
+    if (local_sandbox_mode(d, &lo.sandbox, err) < 0)
+        return -1;
     d->executors[d->nexec] = local_new(&lo, err);
     if (!d->executors[d->nexec])
         return -1;
     d->nexec++;
+    const char *why;
+    if (!local_sandboxed(d->executors[0], &why))
+        log_warn("local ranks are not sandboxed: %s%s", why,
+                 lo.sandbox == LOCAL_SANDBOX_AUTO ? "; only admin tokens may run local jobs" : "");
     if (strcmp(d->cfg.executor, "kubernetes") == 0 || d->cfg.kubeconfig[0]) {
         struct kube_options ko = { .kubeconfig = d->cfg.kubeconfig,
                                    .context = d->cfg.kube_context,
@@ -341,12 +439,14 @@ static int start_executors(struct daemon *d, struct err *err)
         log_info("kubernetes executor: %s", kube_describe(d->kube));
     }
     struct controller_options opts = { .stop_grace_ns = d->cfg.stop_grace_ns,
+                                       .restart_backoff_ns = d->cfg.restart_backoff_ns,
+                                       .restart_backoff_max_ns = d->cfg.restart_backoff_max_ns,
                                        .health = d->health,
                                        .stall_floor_ns = d->cfg.stall_floor_ns,
                                        .logs_pending = logs_pending,
                                        .logs_ctx = d };
-    struct controller_hooks hooks = { .ctx = d, .job_state = hook_job_state };
-    d->controller = controller_new(d->store, d->executors, d->nexec, &opts, &hooks);
+    struct controller_callbacks cb = { .ctx = d, .job_state = on_job_state };
+    d->controller = controller_new(d->store, d->executors, d->nexec, &opts, &cb);
     if (d->cfg.prometheus_url[0]) {
         struct dcgm_options dop = { .url = d->cfg.prometheus_url,
                                     .interval_ns = d->cfg.prometheus_interval_ns,
@@ -356,27 +456,83 @@ static int start_executors(struct daemon *d, struct err *err)
     return 0;
 }
 
+/* Where the kubernetes executor puts a job that names no namespace: what it renders for one. */
+static char *kube_jobs_namespace(struct executor *kube)
+{
+    json_t *probe =
+        json_pack("{s:s,s:s,s:s}", "name", "probe", "image", "probe", "executor", "kubernetes");
+    json_t *obj = kube->render(kube, probe, "probe", NULL);
+    const char *ns = jsonx_str(json_object_get(obj, "metadata"), "namespace");
+    char *out = ns && *ns ? xstrdup(ns) : NULL;
+    json_decref(obj);
+    json_decref(probe);
+    return out;
+}
+
+/* The daemon's own namespace: --kube-daemon-namespace, else its pod's (its service account's),
+ * so that in a cluster it is known without being said. */
+static void daemon_namespace(struct config *cfg)
+{
+    char ns[256] = "";
+    FILE *f = cfg->kube_daemon_namespace[0]
+                  ? NULL
+                  : fopen("/var/run/secrets/kubernetes.io/serviceaccount/namespace", "r");
+    if (f && !fgets(ns, sizeof(ns), f))
+        ns[0] = '\0';
+    if (f)
+        fclose(f);
+    ns[strcspn(ns, "\r\n")] = '\0';
+    if (ns[0]) {
+        free(cfg->kube_daemon_namespace);
+        cfg->kube_daemon_namespace = xstrdup(ns);
+    }
+}
+
+static void setup_cluster(struct daemon *d)
+{
+    daemon_namespace(&d->cfg);
+    d->jobs_namespace = d->kube ? kube_jobs_namespace(d->kube) : NULL;
+    d->api.cluster = (struct api_cluster){ .jobs_namespace = d->jobs_namespace,
+                                           .namespace = d->cfg.kube_daemon_namespace,
+                                           .service_accounts = d->cfg.kube_daemon_service_accounts,
+                                           .volume_claims = d->cfg.kube_daemon_volume_claims };
+    if (d->kube)
+        log_info("cluster policy: jobs that name no namespace run in %s; the daemon's own "
+                 "(namespace %s, service accounts %s, volume claims %s) are for admin tokens",
+                 d->jobs_namespace ? d->jobs_namespace : "(unknown: they must name one)",
+                 d->cfg.kube_daemon_namespace[0] ? d->cfg.kube_daemon_namespace : "(none known)",
+                 d->cfg.kube_daemon_service_accounts, d->cfg.kube_daemon_volume_claims);
+}
+
 static void setup_api(struct daemon *d)
 {
     struct api *a = &d->api;
     a->store = d->store;
-    a->notify = d->notify;
+    a->wakeups = d->wakeups;
     a->limits = d->cfg.limits;
     a->auth_enabled = d->cfg.auth;
     a->default_executor = d->cfg.executor;
     a->local_enabled = true;
+    a->local_checkpoint_roots = d->cfg.local_checkpoint_roots;
+    a->data_dir = d->cfg.data_dir;
+    if (!local_sandboxed(d->executors[0], &a->local_sandbox_why))
+        a->local_unsandboxed_refused = strcmp(d->cfg.local_sandbox, "off") != 0;
     a->kubernetes_enabled = d->kube != NULL;
+    setup_cluster(d);
     a->local_slots = d->cfg.local_slots;
+    a->webhook_allow_local = d->cfg.webhook_allow_local;
+    a->local_gpus = local_gpu_count(d->executors[0]);
     a->started_at = clock_now_ns();
-    a->hooks = (struct api_hooks){ .ctx = d,
-                                   .job_changed = hook_job_changed,
-                                   .job_deleted = hook_job_deleted,
-                                   .dry_run = hook_dry_run,
-                                   .nodes = hook_nodes,
-                                   .metrics = hook_metrics,
-                                   .rank_report = hook_rank_report,
-                                   .triggers_pending = hook_triggers_pending,
-                                   .webhooks_pending = hook_webhooks_pending };
+    a->daemon = (struct api_daemon){ .ctx = d,
+                                     .job_changed = on_job_changed,
+                                     .job_deleted = on_job_deleted,
+                                     .dry_run = on_dry_run,
+                                     .nodes = on_nodes,
+                                     .queue_status = on_queue_status,
+                                     .metrics = on_metrics,
+                                     .rank_report = on_rank_report,
+                                     .triggers_pending = on_triggers_pending,
+                                     .webhooks_pending = on_webhooks_pending };
     a->sns = d->sns;
     a->hook_max_body = (size_t)d->cfg.hook_max_body;
     ratelimit_init(a);
@@ -390,6 +546,7 @@ static int start_http(struct daemon *d, struct err *err)
                                .connection_limit = d->cfg.connection_limit,
                                .per_ip_limit = d->cfg.per_ip_limit,
                                .timeout_seconds = d->cfg.timeout_seconds,
+                               .header_timeout_seconds = d->cfg.header_timeout_seconds,
                                .max_body_bytes = d->cfg.limits.max_body_bytes,
                                .tls_cert_file = d->cfg.tls_cert[0] ? d->cfg.tls_cert : NULL,
                                .tls_key_file = d->cfg.tls_key[0] ? d->cfg.tls_key : NULL,
@@ -451,14 +608,19 @@ static void teardown(struct daemon *d)
     if (d->store)
         store_tokens_flush(d->store, NULL);
     store_close(d->store);
+    if (d->lock_fd >= 0)
+        close(d->lock_fd); /* after the store: the next daemon must find it closed */
     ratelimit_release(&d->api);
-    notify_free(d->notify);
+    wakeups_free(d->wakeups);
+    free(d->jobs_namespace);
     config_release(&d->cfg);
 }
 
 static int cmd_serve(int argc, char **argv)
 {
-    struct daemon d = { 0 };
+    /* What the daemon writes (database, logs, rank files) is its own unless said otherwise. */
+    umask(077);
+    struct daemon d = { .lock_fd = -1 };
     struct err err;
     err_init(&err);
     int rc = config_load(&d.cfg, argc, argv, &err);
@@ -470,7 +632,7 @@ static int cmd_serve(int argc, char **argv)
     if (rc == 0 && log_parse_level(d.cfg.log_level, &level) == 0)
         log_set_level(level);
     int sigfd = rc == 0 && check_listener(&d.cfg, &err) == 0 ? signals_open(&err) : -1;
-    d.notify = notify_new();
+    d.wakeups = wakeups_new();
     if (sigfd < 0 || open_store(&d, &err) < 0 || bootstrap_admin(&d, &err) < 0 ||
         (open_triggers(&d), start_executors(&d, &err)) < 0) {
         fprintf(stderr, "trainyard: %s\n", err.msg);

@@ -50,11 +50,3 @@ enum signal_event signals_wait(int fd, int timeout_ms)
         return SIGNAL_NONE;
     }
 }
-
-void signals_reset_for_child(void)
-{
-    sigset_t set;
-    daemon_signals(&set);
-    sigprocmask(SIG_UNBLOCK, &set, NULL);
-    signal(SIGPIPE, SIG_DFL);
-}

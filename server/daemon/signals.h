@@ -14,7 +14,5 @@ enum signal_event { SIGNAL_NONE, SIGNAL_STOP, SIGNAL_RELOAD, SIGNAL_CHILD };
 int signals_open(struct err *err);
 /* Waits up to timeout_ms for a signal on fd; returns what arrived or SIGNAL_NONE. */
 enum signal_event signals_wait(int fd, int timeout_ms);
-/* Unblocks the signals in a child process before exec. */
-void signals_reset_for_child(void);
 
 #endif

@@ -416,11 +416,12 @@ static void add_exception(struct diag *d, const struct stream *st, const struct 
     f.exc = xmalloc(sizeof(*f.exc));
     *f.exc = *e;
     struct finding *g = record(d, &f, e->first_seq);
+    int64_t xseq = e->last_seq; /* the exception line (not always ln: EXCEPTION_BEFORE) */
     if (g && g->nevidence < DIAG_EVIDENCE_MAX &&
-        (g->nevidence == 0 || g->evidence[g->nevidence - 1] != ln->seq))
-        g->evidence[g->nevidence++] = ln->seq;
-    if (g && ln->seq > g->last_seq)
-        g->last_seq = ln->seq;
+        (g->nevidence == 0 || g->evidence[g->nevidence - 1] != xseq))
+        g->evidence[g->nevidence++] = xseq;
+    if (g && xseq > g->last_seq)
+        g->last_seq = xseq;
 }
 
 static void add_torchrun(struct diag *d, const struct stream *st, const struct diag_line *ln)
@@ -486,11 +487,17 @@ static void diagnose(struct diag *d, struct stream *st, const struct diag_line *
 {
     if (st->tb && traceback_active(st->tb)) {
         enum traceback_event ev = traceback_feed(st->tb, ln->seq, t, n);
-        if (ev == TRACEBACK_EXCEPTION)
+        if (ev == TRACEBACK_EXCEPTION) {
             add_exception(d, st, ln, t, n);
-        else if (ev == TRACEBACK_TORCHRUN)
+        } else if (ev == TRACEBACK_EXCEPTION_BEFORE) { /* closed by the line before */
+            const struct traceback_exc *e = traceback_exc(st->tb);
+            char line[sizeof(e->type) + sizeof(e->message) + 2];
+            int k = snprintf(line, sizeof(line), "%s: %s", e->type, e->message);
+            add_exception(d, st, ln, line, k > 0 ? (size_t)k : 0);
+        } else if (ev == TRACEBACK_TORCHRUN) {
             add_torchrun(d, st, ln);
-        if (ev != TRACEBACK_NOT_MINE)
+        }
+        if (ev != TRACEBACK_NOT_MINE && ev != TRACEBACK_EXCEPTION_BEFORE)
             return;
     }
     size_t at;

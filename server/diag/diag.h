@@ -79,7 +79,8 @@ struct diag_summary {
     size_t nranks;
     int suspects[DIAG_RANKS_MAX]; /* NCCL timeouts: the ranks that probably hung */
     size_t nsuspects;
-    char text[512]; /* the one-line summary */
+    bool every_rank; /* NCCL: every rank reported it alike, so the logs blame none (rank -1) */
+    char text[512];  /* the one-line summary */
 };
 
 struct diag;

@@ -219,6 +219,7 @@ static void suspects(const struct diag *d, const struct finding *best, struct di
         for (size_t i = 0; i < d->nf; i++)
             if (d->f[i].kind == DIAG_NCCL_TIMEOUT && d->f[i].has_num && d->f[i].num == lo)
                 add_rank(s->suspects, &s->nsuspects, finding_who(d, &d->f[i]));
+    s->every_rank = s->nsuspects == 0 && members > 1 && reporters == members;
     free(in);
     free(rep);
 }
@@ -263,6 +264,28 @@ static void suspect_text(const struct finding *best, struct diag_summary *s)
                  "%zu rank%s lost an NCCL peer; rank%s %s reported no error and probably "
                  "failed first%s",
                  s->nranks, s->nranks > 1 ? "s" : "", plural, who, node);
+}
+
+/* Every rank reported the same NCCL failure at the same collective: nothing in the logs tells
+ * which one was first, and saying "rank 1" would send people to the wrong log. */
+static void every_rank_text(const struct finding *best, struct diag_summary *s)
+{
+    char what[CLASSIFY_DETAIL_MAX + 40] = "";
+    if (best->detail[0] && best->has_num)
+        snprintf(what, sizeof(what), " (%s #%ld)", best->detail, best->num);
+    else if (best->detail[0])
+        snprintf(what, sizeof(what), " (%s)", best->detail);
+    if (best->kind == DIAG_NCCL_TIMEOUT)
+        snprintf(s->text, sizeof(s->text),
+                 "NCCL collective timed out on all %zu ranks alike%s; none was behind or "
+                 "silent, so the logs blame no rank: the collective itself stalled (network, "
+                 "fabric, or a step every rank waited on)",
+                 s->nranks, what);
+    else
+        snprintf(s->text, sizeof(s->text),
+                 "all %zu ranks lost an NCCL peer%s; none reported a first error, so the logs "
+                 "blame no rank (look at the network or the nodes)",
+                 s->nranks, what);
 }
 
 /* Renders f's summary naming display rank `rank` (-1: the pod or the job). */
@@ -335,6 +358,10 @@ void diag_summarize(struct diag *d, struct diag_summary *s)
         s->rank = s->suspects[0];
         s->node = unit_node(d, s->rank);
         suspect_text(best, s);
+    } else if (s->every_rank) {
+        s->rank = -1; /* naming whichever rank logged first would blame it for nothing */
+        s->node = NULL;
+        every_rank_text(best, s);
     } else {
         render(d, best, s->rank, s->text, sizeof(s->text));
     }
@@ -412,6 +439,7 @@ static json_t *exc_json(const struct traceback_exc *e)
     json_t *o = json_object();
     json_object_set_new(o, "type", text_json(e->type));
     json_object_set_new(o, "message", text_json(e->message));
+    json_object_set_new(o, "context", text_json(e->context));
     json_t *frames = json_array();
     for (size_t i = 0; i < e->nframes; i++) {
         const struct traceback_frame *fr = &e->frames[i];

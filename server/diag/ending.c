@@ -92,6 +92,14 @@ void ending_classify(const struct ending *e, struct ending_class *out)
         by_signal(out, e, sig);
         return;
     }
+    if (e->exited && (e->exit_code == 127 || e->exit_code == 126)) {
+        /* what a shell or a container runtime answers for a missing or non-executable
+         * command: the command line is wrong, not the training */
+        set(out, DIAG_COMMAND_NOT_FOUND, DIAG_CAUSE);
+        snprintf(out->detail, sizeof(out->detail), "exit code %d: command %s", e->exit_code,
+                 e->exit_code == 127 ? "not found" : "not executable");
+        return;
+    }
     if (e->exited && e->exit_code != 0) {
         set(out, DIAG_EXIT, DIAG_SYMPTOM);
         snprintf(out->detail, sizeof(out->detail), "exit code %d", e->exit_code);

@@ -72,6 +72,10 @@ static const struct diag_kind_info kinds[DIAG_KIND_COUNT] = {
     [DIAG_PREFLIGHT] = KIND("preflight", "PreflightFailed", DIAG_RETRYABLE, 86, true, true,
                             "{who}: the node failed its preflight checks[ ({detail})][ on node "
                             "{node}]"),
+    [DIAG_COMMAND_NOT_FOUND] =
+        KIND("command_not_found", "CommandNotFound", DIAG_DETERMINISTIC, 81, false, false,
+             "{who}: the command was not found or cannot be run[ "
+             "({detail})][ on node {node}]"),
 };
 
 /* Xid meanings (NVIDIA's Xid catalogue, summarised). Application-caused Xids are causes that a
@@ -145,6 +149,10 @@ static const struct diag_reason reasons[] = {
     { "StartError", DIAG_LAUNCH_ERROR, DIAG_CAUSE, "container could not be started" },
     { "FailedMount", DIAG_LAUNCH_ERROR, DIAG_CAUSE, "volume mount failed" },
     { "PreflightFailed", DIAG_PREFLIGHT, DIAG_CAUSE, "node preflight check failed" },
+    /* the local executor's reasons for exit codes 127 and 126 (what a shell answers) */
+    { "CommandNotFound", DIAG_COMMAND_NOT_FOUND, DIAG_CAUSE, "exit code 127: command not found" },
+    { "CommandNotExecutable", DIAG_COMMAND_NOT_FOUND, DIAG_CAUSE,
+      "exit code 126: command not executable" },
 };
 
 static const struct diag_exception exceptions[] = {

@@ -38,7 +38,8 @@ enum diag_kind {
     DIAG_KILLED,
     DIAG_TERMINATED,
     DIAG_EXIT,
-    DIAG_PREFLIGHT, /* the node failed trainyard-worker's preflight checks */
+    DIAG_PREFLIGHT,         /* the node failed trainyard-worker's preflight checks */
+    DIAG_COMMAND_NOT_FOUND, /* the command is missing or not executable (exit 127, 126) */
     DIAG_KIND_COUNT
 };
 

@@ -297,6 +297,17 @@ static const struct diag_pattern table[] = {
       .role = Q,
       .anchor = "Connection reset by peer",
       .example = "ip-10-0-1-9:5151:5201 [0] NCCL WARN socketProgress: Connection reset by peer" },
+    /* aws-ofi-nccl, NCCL's network plugin for EFA: its warnings are failed transfers or a
+     * fabric that would not come up, never chatter (its chatter is NCCL INFO). */
+    { .id = "nccl_ofi_warn",
+      .kind = DIAG_NCCL_ERROR,
+      .role = Q,
+      .anchor = "WARN NET/OFI",
+      .after = "NET/OFI ",
+      .until = ". RC|, Request|\n",
+      .summary = "{who}: the EFA network plugin (aws-ofi-nccl) failed[: {detail}][ on node {node}]",
+      .example = "ip-10-0-1-7:4242:4400 [2] NCCL WARN NET/OFI Request 0x7f8b0c0f2b38 completed "
+                 "with error. RC: 5. Error: 5 (Input/output error). Completed length: 0" },
     { .id = "nccl_warn",
       .kind = DIAG_NCCL_ERROR,
       .role = I,

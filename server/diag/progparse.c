@@ -28,8 +28,8 @@ static const char *const bar_skip[] = { "map",     "filter", "download", "loadin
 
 const char *progparse_format_name(enum progparse_format f)
 {
-    static const char *const names[] = { "none",      "huggingface", "megatron",
-                                         "deepspeed", "tqdm",        "key_value" };
+    /* The names of the API's Progress.format enum (openapi.yaml). */
+    static const char *const names[] = { "none", "hf", "megatron", "deepspeed", "tqdm", "kv" };
     return (unsigned)f < sizeof(names) / sizeof(names[0]) ? names[f] : "none";
 }
 

@@ -9,6 +9,7 @@
 #include "server/diag/progress.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,6 +59,8 @@ struct progress {
     double remaining_s;
     int64_t updated_ns;
     bool finished;
+    bool has_epoch;
+    double epoch;
     enum progparse_format format;
 };
 
@@ -207,11 +210,17 @@ static struct name_class name_class(struct progress *p, const char *name, struct
     return *tmp;
 }
 
-static void note_value(struct progress *p, struct rank_prog *r, const struct progparse_value *v)
+static void note_value(struct progress *p, struct rank_prog *r, const struct progparse_value *v,
+                       bool final)
 {
     struct name_class tmp, c = name_class(p, v->name, &tmp);
     double secs = v->value * c.scale;
-    if (c.kind == NK_LOSS) {
+    if (strcmp(v->name, "epoch") == 0 && isfinite(v->value)) {
+        p->has_epoch = true;
+        p->epoch = v->value;
+    } else if (c.kind == NK_LOSS && final) {
+        /* Hugging Face's closing train_loss is the mean over the run, not the last loss */
+    } else if (c.kind == NK_LOSS) {
         p->has_loss = true;
         p->loss = v->value;
     } else if (c.kind == NK_DURATION && isfinite(secs) && secs > 0) {
@@ -222,6 +231,34 @@ static void note_value(struct progress *p, struct rank_prog *r, const struct pro
         p->throughput = v->value;
         p->tp_unit = c.tp_unit;
     }
+}
+
+/* A format that names the training framework; tqdm bars and key=value lines print beside it. */
+static bool framework(enum progparse_format f)
+{
+    return f == PROGPARSE_HF || f == PROGPARSE_MEGATRON || f == PROGPARSE_DEEPSPEED;
+}
+
+static const struct progparse_value *value_of(const struct progparse *pp, const char *name)
+{
+    for (size_t i = 0; i < pp->n; i++)
+        if (strcmp(pp->v[i].name, name) == 0)
+            return &pp->v[i];
+    return NULL;
+}
+
+/* Megatron-LM prints the global batch size and the time per iteration but (since it reports
+ * TFLOP/s per GPU instead) no samples per second: derived here, as a sample of its own. */
+static void megatron_rate(struct progparse *pp)
+{
+    const struct progparse_value *gbs = value_of(pp, "global_batch_size");
+    const struct progparse_value *ms = value_of(pp, "elapsed_time_per_iteration_ms");
+    if (!gbs || !ms || !(ms->value > 0) || !isfinite(gbs->value) ||
+        value_of(pp, "samples_per_sec") || pp->n >= PROGPARSE_VALUES_MAX)
+        return;
+    struct progparse_value *v = &pp->v[pp->n++];
+    snprintf(v->name, sizeof(v->name), "samples_per_sec");
+    v->value = gbs->value / (ms->value / 1000);
 }
 
 size_t progress_feed(struct progress *p, int rank, int64_t seq, int64_t time_ns, const char *text,
@@ -249,11 +286,14 @@ size_t progress_feed(struct progress *p, int rank, int64_t seq, int64_t time_ns,
     if (pp.total > 0)
         p->total = pp.total;
     p->updated_ns = time_ns;
-    p->format = pp.format;
+    if (!framework(p->format) || framework(pp.format))
+        p->format = pp.format;
     p->finished = p->finished || pp.final;
+    if (pp.format == PROGPARSE_MEGATRON)
+        megatron_rate(&pp);
     size_t k = 0;
     for (size_t i = 0; i < pp.n; i++) {
-        note_value(p, r, &pp.v[i]);
+        note_value(p, r, &pp.v[i], pp.final);
         if (k < max) {
             struct progress_sample *s = &out[k++];
             memcpy(s->name, pp.v[i].name, sizeof(s->name));
@@ -303,6 +343,8 @@ void progress_state(const struct progress *p, struct progress_state *out)
     out->throughput_unit = p->tp_unit;
     out->updated_ns = p->updated_ns;
     out->finished = p->finished;
+    out->has_epoch = p->has_epoch;
+    out->epoch = p->epoch;
     out->format = p->format;
     if (p->format == PROGPARSE_TQDM && p->remaining_s >= 0)
         out->eta_ns = (int64_t)(p->remaining_s * 1e9);
@@ -323,6 +365,7 @@ json_t *progress_state_json(const struct progress_state *s)
     json_t *o = json_object();
     json_object_set_new(o, "step", s->step >= 0 ? json_integer(s->step) : json_null());
     json_object_set_new(o, "total_steps", s->total > 0 ? json_integer(s->total) : json_null());
+    json_object_set_new(o, "epoch", num_or_null(s->has_epoch, s->epoch));
     /* A NaN loss is reported as the string "nan": JSON has no NaN, and it is the news. */
     if (s->has_loss && !isfinite(s->loss))
         json_object_set_new(o, "loss", json_string(isnan(s->loss) ? "nan" : "inf"));

@@ -44,12 +44,15 @@ struct progress_state {
     double loss;
     bool has_throughput;
     double throughput;
-    const char *throughput_unit;  /* static: "tokens/s", "samples/s", "it/s" */
-    double step_seconds;          /* recent seconds per step, -1: unknown */
-    int64_t eta_ns;               /* -1: unknown */
-    int64_t updated_ns;           /* time of the last progress line, 0: none */
-    bool finished;                /* the framework printed its end-of-training summary */
-    enum progparse_format format; /* of the last progress line */
+    const char *throughput_unit; /* static: "tokens/s", "samples/s", "it/s" */
+    double step_seconds;         /* recent seconds per step, -1: unknown */
+    int64_t eta_ns;              /* -1: unknown */
+    int64_t updated_ns;          /* time of the last progress line, 0: none */
+    bool finished;               /* the framework printed its end-of-training summary */
+    bool has_epoch;
+    double epoch;                 /* the last "epoch" printed (Hugging Face: fractional) */
+    enum progparse_format format; /* the framework's, once one printed (a tqdm bar beside
+                                     Hugging Face dicts does not make it "tqdm") */
 };
 
 struct progress;
@@ -64,7 +67,7 @@ size_t progress_feed(struct progress *p, int rank, int64_t seq, int64_t time_ns,
                      size_t len, struct progress_sample *out, size_t max);
 
 void progress_state(const struct progress *p, struct progress_state *out);
-/* {"step", "total_steps", "loss", "throughput", "throughput_unit", "step_seconds",
+/* {"step", "total_steps", "epoch", "loss", "throughput", "throughput_unit", "step_seconds",
  *  "eta_seconds", "updated", "finished", "format"}; unknowns are null. New reference. */
 json_t *progress_state_json(const struct progress_state *s);
 

@@ -7,6 +7,7 @@
  */
 #include "server/diag/stall.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -166,6 +167,90 @@ size_t stall_stragglers(const struct stall_rank *ranks, size_t n, const struct s
     return found;
 }
 
+size_t stall_quiet(const struct stall_result *r, const struct stall_rank *ranks, size_t n, int *out,
+                   size_t max)
+{
+    int64_t latest = 0;
+    for (size_t i = 0; i < n; i++)
+        if (ranks[i].last_line_ns > latest)
+            latest = ranks[i].last_line_ns;
+    /* Silent for half the limit before another rank's last line: that one is alive (NCCL
+     * retries, a heartbeat), the silent one is where to look. Ranks are compared with each
+     * other, not with the clock, so lines still on their way through ingest change nothing. */
+    int64_t quiet_for = r->limit_ns / 2;
+    size_t k = 0;
+    for (size_t i = 0; i < n && k < max; i++)
+        if (ranks[i].last_line_ns == 0 || latest - ranks[i].last_line_ns >= quiet_for)
+            out[k++] = ranks[i].rank;
+    if (k)
+        return k;
+    /* Everyone silent, or everyone talking: the ranks behind the others' step, if any. */
+    for (size_t i = 0; i < n && k < max; i++) {
+        const struct stall_rank *q = &ranks[i];
+        int64_t step = q->n ? q->steps[q->n - 1] : -1;
+        if (r->basis == STALL_BASIS_STEPS && step < r->last_step)
+            out[k++] = q->rank;
+    }
+    return k;
+}
+
+static const struct stall_rank *rank_of(const struct stall_rank *ranks, size_t n, int rank)
+{
+    for (size_t i = 0; i < n; i++)
+        if (ranks[i].rank == rank)
+            return &ranks[i];
+    return NULL;
+}
+
+/* "12:03:20Z" of a time (the date is the job's page's business). */
+static void clock_of(int64_t ns, char *out, size_t cap)
+{
+    char ts[CLOCK_RFC3339_MAX];
+    clock_format(ns, ts);
+    snprintf(out, cap, "%.8sZ", ts + 11);
+}
+
+void stall_summary(const struct stall_result *r, const struct stall_rank *ranks, size_t n,
+                   const int *quiet, size_t nquiet, char *out, size_t cap)
+{
+    char what[128], when[16];
+    clock_of(r->last_progress_ns, when, sizeof(when));
+    if (r->basis == STALL_BASIS_STEPS)
+        snprintf(what, sizeof(what), "no training step since %s (step %lld, limit %.0f s)", when,
+                 (long long)r->last_step, (double)r->limit_ns / 1e9);
+    else
+        snprintf(what, sizeof(what), "no log output since %s (limit %.0f s)", when,
+                 (double)r->limit_ns / 1e9);
+    const struct stall_rank *q = nquiet ? rank_of(ranks, n, quiet[0]) : NULL;
+    if (!q) {
+        int64_t latest = 0;
+        for (size_t i = 0; i < n; i++)
+            if (ranks[i].last_line_ns > latest)
+                latest = ranks[i].last_line_ns;
+        /* silent: nothing printed well after the last step (lag in ingest is not speech) */
+        bool silent = latest - r->last_progress_ns < r->limit_ns / 2;
+        snprintf(out, cap, "%s: %s",
+                 !silent ? "every rank still prints, but nothing advances"
+                 : n > 1 ? "every rank went quiet"
+                         : "the job went quiet",
+                 what);
+        return;
+    }
+    char line[120] = "", at[16] = "";
+    if (q->last_line)
+        classify_clean(line, sizeof(line), q->last_line, q->last_len);
+    if (q->last_line_ns)
+        clock_of(q->last_line_ns, at, sizeof(at));
+    char more[32] = "";
+    if (nquiet > 1)
+        snprintf(more, sizeof(more), " and %zu more rank%s", nquiet - 1, nquiet > 2 ? "s" : "");
+    if (q->last_line_ns)
+        snprintf(out, cap, "rank %d%s went quiet: its last line, at %s, was \"%s\"; %s", q->rank,
+                 more, at, line, what);
+    else
+        snprintf(out, cap, "rank %d%s never printed; %s", q->rank, more, what);
+}
+
 static const char *basis_name(enum stall_basis b)
 {
     return b == STALL_BASIS_STEPS ? "steps" : b == STALL_BASIS_OUTPUT ? "output" : "none";
@@ -206,5 +291,14 @@ json_t *stall_json(const struct stall_result *r, const struct stall_rank *ranks,
         json_array_append_new(arr, e);
     }
     json_object_set_new(o, "stragglers", arr);
+    int quiet[STALL_QUIET_MAX];
+    size_t nq = r->basis == STALL_BASIS_NONE ? 0 : stall_quiet(r, ranks, n, quiet, STALL_QUIET_MAX);
+    arr = json_array();
+    for (size_t i = 0; i < nq; i++)
+        json_array_append_new(arr, json_integer(quiet[i]));
+    json_object_set_new(o, "quiet", arr);
+    char text[512];
+    stall_summary(r, ranks, n, quiet, nq, text, sizeof(text));
+    json_object_set_new(o, "summary", r->stalled ? json_string(text) : json_null());
     return o;
 }

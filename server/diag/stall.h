@@ -76,9 +76,24 @@ void stall_check(const struct stall_rank *ranks, size_t n, int64_t now_ns,
 size_t stall_stragglers(const struct stall_rank *ranks, size_t n, const struct stall_options *o,
                         struct stall_straggler *out, size_t max);
 
+#define STALL_QUIET_MAX 64
+
+/* The ranks to look at in a stall, into out (up to max); returns how many. A rank is quiet when
+ * its last line is half the limit older than another rank's (the printers are alive: NCCL
+ * retries, heartbeats). When none is: the ranks whose step is behind the others'. None:
+ * nothing tells them apart. */
+size_t stall_quiet(const struct stall_result *r, const struct stall_rank *ranks, size_t n, int *out,
+                   size_t max);
+/* One line for the job's message: which rank went quiet, its last line and when, and since
+ * when no step advanced ("rank 3 went quiet: its last line, at 12:03:20Z, was \"...\"; no
+ * training step since 12:03:18Z (step 1200, limit 300 s)"). Absolute times: it stays true. */
+void stall_summary(const struct stall_result *r, const struct stall_rank *ranks, size_t n,
+                   const int *quiet, size_t nquiet, char *out, size_t cap);
+
 /* {"stalled", "basis", "limit_seconds", "idle_seconds", "last_progress", "last_step",
  *  "interval_seconds", "ranks": [{"rank", "last_line_time", "last_seq", "last_line"}],
- *  "stragglers": [{"rank", "step_seconds", "median_seconds", "ratio"}]}. New reference. */
+ *  "stragglers": [{"rank", "step_seconds", "median_seconds", "ratio"}], "quiet": [rank...],
+ *  "summary": stall_summary or null when not stalled}. New reference. */
 json_t *stall_json(const struct stall_result *r, const struct stall_rank *ranks, size_t n,
                    const struct stall_straggler *s, size_t ns);
 

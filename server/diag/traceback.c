@@ -9,6 +9,7 @@
 #include "server/diag/traceback.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/xalloc.h"
@@ -28,6 +29,7 @@ struct traceback {
     struct traceback_frame tail[TRACEBACK_TAIL]; /* ring of the latest frames */
     size_t total;                                /* frames seen */
     struct traceback_frame *last;                /* frame that gets the next code line */
+    bool wrapped; /* a "Caught X in ..." line was read: its original traceback may follow */
     /* TORCHRUN */
     struct traceback_report rep;
     int rules; /* "=====" lines seen */
@@ -57,6 +59,7 @@ void traceback_start(struct traceback *tb, int64_t seq)
     tb->stray = 0;
     tb->total = 0;
     tb->last = NULL;
+    tb->wrapped = false;
     tb->exc.first_seq = seq;
     tb->exc.last_seq = seq;
 }
@@ -176,6 +179,25 @@ static void finish_frames(struct traceback *tb)
     tb->exc.omitted = rest - keep;
 }
 
+/* "KeyError: Caught KeyError in DataLoader worker process 3.": PyTorch re-raises the exception
+ * of a DataLoader worker (or a DataParallel replica, a pin-memory thread) as "Caught <its type's
+ * name> in <where>.", the message going on with "Original Traceback (most recent call last):"
+ * and the original's frames and exception line. */
+static bool rewrapped(const struct traceback_exc *e)
+{
+    const char *dot = strrchr(e->type, '.'), *name = dot ? dot + 1 : e->type;
+    size_t n = strlen(name);
+    return strncmp(e->message, "Caught ", 7) == 0 && strncmp(e->message + 7, name, n) == 0 &&
+           strncmp(e->message + 7 + n, " in ", 4) == 0;
+}
+
+static enum traceback_event close_exception(struct traceback *tb)
+{
+    finish_frames(tb);
+    tb->state = IDLE;
+    return TRACEBACK_EXCEPTION;
+}
+
 static enum traceback_event feed_frames(struct traceback *tb, int64_t seq, const char *text,
                                         size_t len)
 {
@@ -184,6 +206,17 @@ static enum traceback_event feed_frames(struct traceback *tb, int64_t seq, const
         ind++;
     const char *t = text + ind;
     size_t n = len - ind;
+    if (tb->wrapped && tb->exc.context[0] == '\0') {
+        /* the line after a wrapper's: its original traceback, or the wrapper was all */
+        if (ind == 0 && starts(t, n, "Original Traceback")) {
+            snprintf(tb->exc.context, sizeof(tb->exc.context), "%s", tb->exc.message);
+            tb->last = NULL;
+            return TRACEBACK_CONSUMED;
+        }
+        tb->wrapped = false;
+        close_exception(tb);
+        return TRACEBACK_EXCEPTION_BEFORE;
+    }
     if (ind > 0 && starts(t, n, "File \"")) {
         push_frame(tb, t, n);
         return TRACEBACK_CONSUMED;
@@ -203,13 +236,16 @@ static enum traceback_event feed_frames(struct traceback *tb, int64_t seq, const
     classify_clean(tb->exc.type, sizeof(tb->exc.type), t, tl);
     classify_clean(tb->exc.message, sizeof(tb->exc.message), t + mo, n - mo);
     tb->exc.last_seq = seq;
-    finish_frames(tb);
+    if (!tb->wrapped && rewrapped(&tb->exc)) {
+        tb->wrapped = true; /* the original follows: its frames continue these */
+        return TRACEBACK_CONSUMED;
+    }
     if (tl >= 16 && memcmp(t + tl - 16, "ChildFailedError", 16) == 0) {
+        finish_frames(tb);
         traceback_start_torchrun(tb, seq); /* torchrun's own stack: the report follows */
         return TRACEBACK_CONSUMED;
     }
-    tb->state = IDLE;
-    return TRACEBACK_EXCEPTION;
+    return close_exception(tb);
 }
 
 /* "  rank      : 5 (local_rank: 5)" -> fields of the current entry. */

@@ -35,6 +35,10 @@ struct traceback_frame {
 struct traceback_exc {
     char type[96]; /* "torch.OutOfMemoryError" */
     char message[320];
+    /* A re-raise wrapper's own message ("Caught KeyError in DataLoader worker process 3."):
+     * type and message are then the original exception's, and the frames run from the
+     * wrapper's outermost to the original's innermost. "" when there was none. */
+    char context[160];
     struct traceback_frame frames[TRACEBACK_FRAMES]; /* in call order, outermost first */
     size_t nframes;
     size_t omitted;              /* frames dropped between the head and the tail */
@@ -63,10 +67,12 @@ struct traceback_report {
 };
 
 enum traceback_event {
-    TRACEBACK_NOT_MINE,  /* the line is not part of the open report: classify it normally */
-    TRACEBACK_CONSUMED,  /* the line belonged to the report, which is still open */
-    TRACEBACK_EXCEPTION, /* the exception line closed a traceback: see traceback_exc() */
-    TRACEBACK_TORCHRUN,  /* a torchrun report is complete: see traceback_report() */
+    TRACEBACK_NOT_MINE,         /* the line is not part of the open report: classify it normally */
+    TRACEBACK_CONSUMED,         /* the line belonged to the report, which is still open */
+    TRACEBACK_EXCEPTION,        /* the exception line closed a traceback: see traceback_exc() */
+    TRACEBACK_TORCHRUN,         /* a torchrun report is complete: see traceback_report() */
+    TRACEBACK_EXCEPTION_BEFORE, /* the line before closed a traceback (see traceback_exc());
+                                   this one is not part of it: classify it normally too */
 };
 
 struct traceback;

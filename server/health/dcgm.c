@@ -1,19 +1,20 @@
 /*
- * dcgm: the Prometheus poller for DCGM exporter series (see dcgm.h). One libcurl easy handle,
- * reused; one instant query per interval covering every node and metric:
+ * dcgm: the Prometheus poller for DCGM exporter series (see dcgm.h). One HTTP client
+ * (core/httpc), reused; one instant query per interval covering every node and metric:
  *   {__name__=~"DCGM_FI_DEV_(...)", Hostname=~"node1|node2"}
  * A poll that fails is counted and retried at the next interval; it never blocks a job.
  */
 #include "server/health/dcgm.h"
 
-#include <curl/curl.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 
 #include "core/clock.h"
+#include "core/httpc.h"
 #include "core/jsonx.h"
 #include "core/log.h"
+#include "core/prom.h"
 #include "core/xalloc.h"
 #include "server/diag/kinds.h"
 #include "server/health/health.h"
@@ -24,11 +25,14 @@
     "XID_ERRORS|ECC_DBE_VOL_TOTAL|ECC_SBE_VOL_TOTAL)"
 /* Clock event (throttle) reasons that mean the GPU is slowed down against its will. */
 #define BAD_THROTTLE (0x8 | 0x20 | 0x40 | 0x80)
+/* An answer this large is not what we asked for. */
+#define ANSWER_MAX (16u << 20)
 
 struct dcgm {
     struct health *h;
     struct store *st;
     char *url, *bearer;
+    struct httpc *http; /* the poller thread's, once started */
     int64_t interval_ns;
     pthread_t thread;
     bool running;
@@ -199,43 +203,25 @@ static void node_regex(struct buf *b, char **nodes, size_t n)
     }
 }
 
-static size_t on_body(char *data, size_t size, size_t n, void *ctx)
-{
-    struct buf *b = ctx;
-    if (b->len + size * n > (16u << 20))
-        return 0; /* an answer this large is not what we asked for */
-    buf_append(b, data, size * n);
-    return size * n;
-}
-
 /* GETs the instant query; the answer's body into out. */
-static int query(struct dcgm *d, CURL *curl, const char *promql, struct buf *out, struct err *err)
+static int query(struct httpc *http, const char *promql, struct buf *out, struct err *err)
 {
-    char *q = curl_easy_escape(curl, promql, 0);
-    char *url = xasprintf("%s/api/v1/query?query=%s", d->url, q);
-    curl_free(q);
-    struct curl_slist *hdr = NULL;
-    if (d->bearer) {
-        char *h = xasprintf("Authorization: Bearer %s", d->bearer);
-        hdr = curl_slist_append(hdr, h);
-        free(h);
-    }
-    curl_easy_setopt(curl, CURLOPT_URL, url);
-    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hdr);
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, out);
-    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 5000L);
-    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-    CURLcode rc = curl_easy_perform(curl);
-    long status = 0;
-    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-    curl_slist_free_all(hdr);
-    free(url);
-    if (rc != CURLE_OK)
-        return err_set(err, ERR_UPSTREAM, "prometheus: %s", curl_easy_strerror(rc));
-    if (status != 200)
-        return err_set(err, ERR_UPSTREAM, "prometheus answered HTTP %ld", status);
-    return 0;
+    struct buf url = BUF_INIT;
+    buf_puts(&url, "/api/v1/query?query=");
+    httpc_escape(&url, promql);
+    struct httpc_request rq = { .url = buf_cstr(&url) };
+    struct httpc_response r;
+    httpc_response_init(&r);
+    int rc = httpc_do(http, &rq, &r, err);
+    if (rc == 0 && r.status != 200)
+        rc = err_set(err, ERR_UPSTREAM, "prometheus answered HTTP %ld", r.status);
+    else if (rc == 0 && r.truncated)
+        rc = err_set(err, ERR_UPSTREAM, "prometheus: an answer over %u bytes", ANSWER_MAX);
+    if (rc == 0)
+        buf_append(out, r.body.data, r.body.len);
+    httpc_response_release(&r);
+    buf_release(&url);
+    return rc;
 }
 
 static bool marked_once(struct dcgm *d, const char *node, const char *cause)
@@ -295,7 +281,7 @@ static void hardware_findings(struct dcgm *d, const char *node, const json_t *gp
     }
 }
 
-static void poll_once(struct dcgm *d, CURL *curl)
+static void poll_once(struct dcgm *d, struct httpc *http)
 {
     char **nodes = NULL;
     size_t n = health_nodes(d->h, &nodes);
@@ -309,7 +295,7 @@ static void poll_once(struct dcgm *d, CURL *curl)
     err_init(&err);
     atomic_fetch_add(&d->polls, 1);
     json_t *parsed = NULL;
-    if (query(d, curl, buf_cstr(&promql), &body, &err) == 0 &&
+    if (query(http, buf_cstr(&promql), &body, &err) == 0 &&
         !(parsed = dcgm_parse(body.data ? body.data : "", body.len)))
         err_set(&err, ERR_UPSTREAM, "prometheus: not a successful instant vector");
     if (err_is_set(&err)) {
@@ -339,10 +325,8 @@ static void *dcgm_main(void *arg)
 {
     pthread_setname_np(pthread_self(), "ty-dcgm");
     struct dcgm *d = arg;
-    CURL *curl = curl_easy_init();
     for (;;) {
-        if (curl)
-            poll_once(d, curl);
+        poll_once(d, d->http);
         pthread_mutex_lock(&d->lock);
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
@@ -356,12 +340,20 @@ static void *dcgm_main(void *arg)
         if (stop)
             break;
     }
-    curl_easy_cleanup(curl);
     return NULL;
 }
 
 int dcgm_start(struct dcgm *d, struct err *err)
 {
+    /* A URL without a scheme is http, as libcurl used to guess before the client checked. */
+    char *url = strstr(d->url, "://") ? xstrdup(d->url) : xasprintf("http://%s", d->url);
+    struct httpc_options o = {
+        .base_url = url, .bearer = d->bearer, .timeout_ms = 5000, .max_body = ANSWER_MAX
+    };
+    d->http = httpc_new(&o, err);
+    free(url);
+    if (!d->http)
+        return err_wrap(err, "--prometheus-url");
     if (pthread_create(&d->thread, NULL, dcgm_main, d) != 0)
         return err_set(err, ERR_INTERNAL, "cannot start the GPU metrics poller");
     d->running = true;
@@ -384,6 +376,7 @@ void dcgm_free(struct dcgm *d)
     free(d->marked);
     pthread_cond_destroy(&d->cond);
     pthread_mutex_destroy(&d->lock);
+    httpc_free(d->http);
     free(d->url);
     free(d->bearer);
     free(d);
@@ -391,15 +384,12 @@ void dcgm_free(struct dcgm *d)
 
 void dcgm_metrics(struct dcgm *d, struct buf *out)
 {
-    int64_t last = atomic_load(&d->last_ok);
-    buf_printf(out,
-               "# HELP trainyard_dcgm_polls_total Queries of Prometheus for DCGM GPU metrics.\n"
-               "# TYPE trainyard_dcgm_polls_total counter\ntrainyard_dcgm_polls_total %llu\n"
-               "# HELP trainyard_dcgm_errors_total Queries that failed.\n"
-               "# TYPE trainyard_dcgm_errors_total counter\ntrainyard_dcgm_errors_total %llu\n"
-               "# HELP trainyard_dcgm_last_success_seconds Unix time of the last good query.\n"
-               "# TYPE trainyard_dcgm_last_success_seconds gauge\n"
-               "trainyard_dcgm_last_success_seconds %.3f\n",
-               (unsigned long long)atomic_load(&d->polls),
-               (unsigned long long)atomic_load(&d->errors), (double)last / 1e9);
+    struct prom p;
+    prom_init(&p, out);
+    prom_scalar(&p, "trainyard_dcgm_polls_total", PROM_COUNTER,
+                "Queries of Prometheus for DCGM GPU metrics.", (double)atomic_load(&d->polls));
+    prom_scalar(&p, "trainyard_dcgm_errors_total", PROM_COUNTER, "Queries that failed.",
+                (double)atomic_load(&d->errors));
+    prom_scalar(&p, "trainyard_dcgm_last_success_seconds", PROM_GAUGE,
+                "Unix time of the last good query.", (double)atomic_load(&d->last_ok) / 1e9);
 }

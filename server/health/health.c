@@ -70,9 +70,7 @@ struct health *health_new(struct store *st, const struct health_options *o)
         h->o.persist_ns = NS_PER_SEC;
     pthread_mutex_init(&h->lock, NULL);
     pthread_mutex_init(&h->nodes_lock, NULL);
-    pthread_mutex_init(&h->qlock, NULL);
-    pthread_cond_init(&h->qwork, NULL);
-    pthread_cond_init(&h->qspace, NULL);
+    h->feeder = feeder_new(h);
     return h;
 }
 
@@ -104,7 +102,7 @@ void health_free(struct health *h)
 {
     if (!h)
         return;
-    health_feeder_stop(h);
+    feeder_free(h->feeder); /* first: it feeds entries until it stops */
     for (size_t b = 0; b < HEALTH_BUCKETS; b++) {
         while (h->buckets[b]) {
             struct entry *e = h->buckets[b];
@@ -122,9 +120,6 @@ void health_free(struct health *h)
     }
     samples_release(&h->feed);
     pthread_mutex_destroy(&h->nodes_lock);
-    pthread_cond_destroy(&h->qspace);
-    pthread_cond_destroy(&h->qwork);
-    pthread_mutex_destroy(&h->qlock);
     pthread_mutex_destroy(&h->lock);
     free(h);
 }
@@ -425,7 +420,7 @@ void health_attempt_done(struct health *h, int64_t pk, const json_t *decision)
     struct entry *e = entry_acquire(h, pk);
     if (!e)
         return;
-    struct health_pending *p = health_save_prepare(h, e, true, decision);
+    struct health_save *p = health_save_prepare(h, e, true, decision);
     entry_unlock(e);
     health_save_commit(h, p, true);
 }
@@ -444,7 +439,7 @@ void health_forget(struct health *h, int64_t pk)
     pthread_mutex_unlock(&h->lock);
     if (!e)
         return;
-    struct health_pending *p = e->dirty ? health_save_prepare(h, e, false, NULL) : NULL;
+    struct health_save *p = e->dirty ? health_save_prepare(h, e, false, NULL) : NULL;
     pthread_mutex_unlock(&e->lock);
     health_save_commit(h, p, true);
     entry_free(e);

@@ -47,7 +47,7 @@ void health_free(struct health *h);
  * thread. */
 int health_start(struct health *h, struct err *err);
 
-/* collect_hooks.lines: feeds each line to its job's diagnosis and stores the metric samples
+/* collect_stored.lines: feeds each line to its job's diagnosis and stores the metric samples
  * the progress parser finds. Lines of jobs or attempts without an entry are skipped. */
 void health_lines(void *ctx, int64_t job_pk, const struct log_line *lines, size_t n);
 /* True while lines of the job wait for (or are in) the feeder: its diagnosis is not up to date

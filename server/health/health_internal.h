@@ -1,11 +1,15 @@
 /*
- * health_internal: the registry's entries, shared by health.c (registry, ingest, attempts,
- * summaries), healthsave.c (persistence, per-rank health JSON) and healthwatch.c (stalls,
- * worker reports, GPUs, Prometheus text). Not for use outside these files.
+ * health_internal: the registry's entries. health.c (registry, ingest, attempts, summaries),
+ * healthsave.c (persistence, per-rank health JSON) and healthwatch.c (stalls, worker reports,
+ * GPUs, Prometheus text) are one module in three files: each reads and writes the entries and
+ * the registry's locks, so they share struct health and struct entry whole. The feeder thread
+ * (healthfeed.c) keeps its queue to itself behind feeder_new/feeder_free and health_feed. Not
+ * for use outside server/health/.
  *
- * Lock order: h->lock, then an entry's lock, then h->nodes_lock or h->qlock; nobody takes h->lock
- * while holding an entry lock. Entries are unlinked and freed only on the controller thread
- * (health_forget), so that thread may keep an entry pointer after releasing h->lock.
+ * Lock order: h->lock, then an entry's lock, then h->nodes_lock or the feeder's lock (both
+ * leaves); nobody takes h->lock while holding an entry lock. Entries are unlinked and freed
+ * only on the controller thread (health_forget), so that thread may keep an entry pointer after
+ * releasing h->lock.
  */
 #ifndef TY_HEALTH_INTERNAL_H
 #define TY_HEALTH_INTERNAL_H
@@ -73,19 +77,8 @@ struct health {
     pthread_mutex_t nodes_lock; /* a leaf: may be taken under an entry lock */
     struct nodegpu *nodes;
     atomic_ullong lines_fed, samples_stored, saves, replays;
-    /* The feeder thread (healthfeed.c): batches of lines the collector queued, fed in order.
-     * qlock is a leaf lock too. */
-    pthread_mutex_t qlock;
-    pthread_cond_t qwork;  /* a batch was queued, or stopping */
-    pthread_cond_t qspace; /* a batch was fed */
-    struct hbatch *qhead, *qtail;
-    struct hbatch *pool; /* fed batches whose buffers are reused */
-    size_t npool;
-    int64_t qbytes;
-    int64_t busy_pk; /* the job of the batch being fed, 0: none */
-    bool qstop, feeding;
-    pthread_t feeder;
-    atomic_ullong queue_waits;
+    /* The feeder thread and its queue of the lines the collector committed (healthfeed.c). */
+    struct feeder *feeder;
     /* The samples buffer of the thread feeding (one at a time); health.c. */
     struct samples {
         struct progress_sample *s;
@@ -97,8 +90,11 @@ struct health {
 /* Feeds one batch of a job's stored lines to its diagnosis and stores the samples (any thread
  * but one at a time per job: the collector's, or the feeder's). */
 void health_feed(struct health *h, int64_t pk, const struct log_line *lines, size_t n);
-/* Stops the feeder after it fed what is queued (health_free). */
-void health_feeder_stop(struct health *h);
+/* The feeder (healthfeed.c), its state private to that file: made with the registry, started
+ * by health_start; feeder_free stops it after it fed what is queued (health_free). */
+struct feeder;
+struct feeder *feeder_new(struct health *h);
+void feeder_free(struct feeder *f);
 
 /* The entry of pk with its lock held, or NULL. Release with entry_unlock(). */
 struct entry *entry_acquire(struct health *h, int64_t pk);
@@ -108,10 +104,10 @@ struct hrank *entry_rank(struct entry *e, int rank);
 
 /* Builds what to save of e (entry lock held) and saves it; the store write happens after the
  * lock is released when the caller passes the returned record to health_save_commit(). */
-struct health_pending;
-struct health_pending *health_save_prepare(struct health *h, struct entry *e, bool force,
-                                           const json_t *decision);
-void health_save_commit(struct health *h, struct health_pending *p, bool wait);
+struct health_save;
+struct health_save *health_save_prepare(struct health *h, struct entry *e, bool force,
+                                        const json_t *decision);
+void health_save_commit(struct health *h, struct health_save *p, bool wait);
 
 /* {"ranks": [...], "nodes": {...}} of the entry (entry lock held, h->lock not). */
 json_t *health_entry_json(struct health *h, struct entry *e);

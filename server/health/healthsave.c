@@ -13,7 +13,7 @@
 
 enum { PART_DIAG, PART_PROGRESS, PART_STALL, PART_HEALTH };
 
-struct health_pending {
+struct health_save {
     struct diag_save save;
     json_t *parts[4]; /* owned; NULL: unchanged */
     json_t *decision;
@@ -30,7 +30,7 @@ static uint64_t text_hash(const json_t *v)
 }
 
 /* Keeps part i in p when it differs from what was saved (or force); else drops it. */
-static void take(struct health_pending *p, struct entry *e, int i, json_t *v, bool force)
+static void take(struct health_save *p, struct entry *e, int i, json_t *v, bool force)
 {
     if (!v)
         return;
@@ -127,10 +127,10 @@ static json_t *progress_json(struct entry *e)
     return ps.updated_ns ? progress_state_json(&ps) : NULL;
 }
 
-struct health_pending *health_save_prepare(struct health *h, struct entry *e, bool force,
-                                           const json_t *decision)
+struct health_save *health_save_prepare(struct health *h, struct entry *e, bool force,
+                                        const json_t *decision)
 {
-    struct health_pending *p = XNEW(struct health_pending);
+    struct health_save *p = XNEW(struct health_save);
     take(p, e, PART_DIAG, diag_json(e->d), force);
     take(p, e, PART_PROGRESS, progress_json(e), force);
     take(p, e, PART_STALL, e->stall ? json_incref(e->stall) : NULL, force);
@@ -149,7 +149,7 @@ struct health_pending *health_save_prepare(struct health *h, struct entry *e, bo
     return p;
 }
 
-void health_save_commit(struct health *h, struct health_pending *p, bool wait)
+void health_save_commit(struct health *h, struct health_save *p, bool wait)
 {
     if (!p)
         return;
@@ -181,7 +181,7 @@ void health_tick(struct health *h)
     for (size_t i = 0; i < n; i++) {
         struct entry *e = due[i];
         pthread_mutex_lock(&e->lock);
-        struct health_pending *p = NULL;
+        struct health_save *p = NULL;
         if (e->dirty && now - e->saved_ns >= h->o.persist_ns)
             p = health_save_prepare(h, e, false, NULL);
         pthread_mutex_unlock(&e->lock);

@@ -12,6 +12,7 @@
 
 #include "core/clock.h"
 #include "core/jsonx.h"
+#include "core/prom.h"
 #include "core/xalloc.h"
 #include "server/diag/classify.h"
 
@@ -301,10 +302,11 @@ static double v_findings(struct entry *e, const struct progress_state *ps, const
     return (double)diag_nfindings(e->d);
 }
 
-static void family(struct health *h, struct buf *out, const char *name, const char *help,
+/* A gauge with one sample per running job (and a unit label when the value has one). */
+static void family(struct health *h, struct prom *p, const char *name, const char *help,
                    job_value_fn f)
 {
-    buf_printf(out, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
+    prom_family(p, name, PROM_GAUGE, help);
     pthread_mutex_lock(&h->lock);
     for (size_t b = 0; b < HEALTH_BUCKETS; b++) {
         for (struct entry *e = h->buckets[b]; e; e = e->next) {
@@ -313,12 +315,9 @@ static void family(struct health *h, struct buf *out, const char *name, const ch
             progress_state(diag_progress(e->d), &ps);
             const char *unit = NULL;
             double v = f(e, &ps, &unit);
-            if (!isnan(v)) {
-                buf_printf(out, "%s{job_id=\"%s\",job_name=\"%s\"", name, e->id, e->name);
-                if (unit)
-                    buf_printf(out, ",unit=\"%s\"", unit);
-                buf_printf(out, "} %.17g\n", v);
-            }
+            if (!isnan(v))
+                prom_sample(p, NULL, v, "job_id", e->id, "job_name", e->name, unit ? "unit" : NULL,
+                            unit, NULL);
             pthread_mutex_unlock(&e->lock);
         }
     }
@@ -327,28 +326,22 @@ static void family(struct health *h, struct buf *out, const char *name, const ch
 
 void health_metrics(struct health *h, struct buf *out)
 {
-    family(h, out, "trainyard_job_step", "Current training step of a running job.", v_step);
-    family(h, out, "trainyard_job_total_steps", "Total training steps, when the job says.",
-           v_total);
-    family(h, out, "trainyard_job_loss", "Last training loss a running job printed.", v_loss);
-    family(h, out, "trainyard_job_throughput", "Training throughput (tokens/s, samples/s, it/s).",
+    struct prom p;
+    prom_init(&p, out);
+    family(h, &p, "trainyard_job_step", "Current training step of a running job.", v_step);
+    family(h, &p, "trainyard_job_total_steps", "Total training steps, when the job says.", v_total);
+    family(h, &p, "trainyard_job_loss", "Last training loss a running job printed.", v_loss);
+    family(h, &p, "trainyard_job_throughput", "Training throughput (tokens/s, samples/s, it/s).",
            v_throughput);
-    family(h, out, "trainyard_job_stalled", "1 when a running job stopped making progress.",
+    family(h, &p, "trainyard_job_stalled", "1 when a running job stopped making progress.",
            v_stalled);
-    family(h, out, "trainyard_job_findings", "Diagnosis findings of a running job's attempt.",
+    family(h, &p, "trainyard_job_findings", "Diagnosis findings of a running job's attempt.",
            v_findings);
-    buf_printf(out,
-               "# HELP trainyard_diagnosis_lines_total Log lines fed to diagnosis.\n"
-               "# TYPE trainyard_diagnosis_lines_total counter\n"
-               "trainyard_diagnosis_lines_total %llu\n"
-               "# HELP trainyard_metric_samples_total Metric samples stored from log lines.\n"
-               "# TYPE trainyard_metric_samples_total counter\n"
-               "trainyard_metric_samples_total %llu\n"
-               "# HELP trainyard_diagnosis_replays_total Attempts whose log was replayed after "
-               "a daemon restart.\n"
-               "# TYPE trainyard_diagnosis_replays_total counter\n"
-               "trainyard_diagnosis_replays_total %llu\n",
-               (unsigned long long)atomic_load(&h->lines_fed),
-               (unsigned long long)atomic_load(&h->samples_stored),
-               (unsigned long long)atomic_load(&h->replays));
+    prom_scalar(&p, "trainyard_diagnosis_lines_total", PROM_COUNTER, "Log lines fed to diagnosis.",
+                (double)atomic_load(&h->lines_fed));
+    prom_scalar(&p, "trainyard_metric_samples_total", PROM_COUNTER,
+                "Metric samples stored from log lines.", (double)atomic_load(&h->samples_stored));
+    prom_scalar(&p, "trainyard_diagnosis_replays_total", PROM_COUNTER,
+                "Attempts whose log was replayed after a daemon restart.",
+                (double)atomic_load(&h->replays));
 }

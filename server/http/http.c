@@ -2,8 +2,8 @@
  * http: the daemon's HTTP(S) listener (see http.h): the listen address, the libmicrohttpd
  * daemon and its options, TLS certificates (loaded at start, reloaded on SIGHUP by handing the
  * listening socket to a new daemon), and the stop. What happens to each request is
- * http_exchange.c. The daemon's main thread calls every function here; struct http is shared
- * with MHD's handler threads under h->lock (http_internal.h).
+ * http_exchange.c, which keeps the requests in flight to itself (http_internal.h). The
+ * daemon's main thread calls every function here and is the only one to touch struct http.
  */
 #include "server/http/http.h"
 
@@ -17,6 +17,15 @@
 #include "core/log.h"
 #include "core/xalloc.h"
 #include "server/http/http_internal.h"
+
+struct http {
+    struct MHD_Daemon *mhd;
+    struct http_options opts;
+    char address[96];
+    char *tls_cert, *tls_key, *tls_ca; /* PEM text kept alive for MHD */
+    struct http_exchanges *exchanges;  /* MHD's handlers' state (cls) */
+    struct http_deadlines *deadlines;  /* every open connection, for the header deadline */
+};
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
@@ -117,11 +126,15 @@ static struct MHD_Daemon *start_daemon(struct http *h, const struct sockaddr_sto
         flags |= MHD_USE_IPv6;
     if (h->tls_cert)
         flags |= MHD_USE_TLS;
-    struct MHD_OptionItem opts[16];
+    struct MHD_OptionItem opts[20];
     int n = 0;
     opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, NULL };
     opts[n++] =
-        (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)http_on_completed, NULL };
+        (struct MHD_OptionItem){ MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)http_on_uri, h->exchanges };
+    opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)http_on_completed,
+                                         h->exchanges };
+    opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_CONNECTION,
+                                         (intptr_t)http_deadlines_notify, h->deadlines };
     opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_THREAD_POOL_SIZE,
                                          h->opts.threads > 0 ? h->opts.threads : 2, NULL };
     opts[n++] =
@@ -135,7 +148,6 @@ static struct MHD_Daemon *start_daemon(struct http *h, const struct sockaddr_sto
         opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_LISTEN_SOCKET, listen_fd, NULL };
     else
         opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_SOCK_ADDR, 0, (void *)ss };
-    opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, NULL };
     if (h->tls_cert) {
         opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0, h->tls_cert };
         opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_KEY, 0, h->tls_key };
@@ -143,8 +155,8 @@ static struct MHD_Daemon *start_daemon(struct http *h, const struct sockaddr_sto
             opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_TRUST, 0, h->tls_ca };
     }
     opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
-    return MHD_start_daemon(flags, 0, NULL, NULL, http_on_request, h, MHD_OPTION_ARRAY, opts,
-                            MHD_OPTION_END);
+    return MHD_start_daemon(flags, 0, NULL, NULL, http_on_request, h->exchanges, MHD_OPTION_ARRAY,
+                            opts, MHD_OPTION_END);
 }
 
 static void describe_address(struct http *h, const struct sockaddr_storage *ss)
@@ -168,11 +180,11 @@ struct http *http_start(struct api *api, const struct http_options *opts, struct
     if (parse_listen(opts->listen, &ss, &len, err) < 0)
         return NULL;
     struct http *h = XNEW(struct http);
-    h->api = api;
     h->opts = *opts;
-    pthread_mutex_init(&h->lock, NULL);
     if (load_tls(h, err) < 0)
         goto fail;
+    h->deadlines = http_deadlines_new(opts->header_timeout_seconds);
+    h->exchanges = http_exchanges_new(api, opts->max_body_bytes, h->tls_ca != NULL, h->deadlines);
     h->mhd = start_daemon(h, &ss, -1);
     if (!h->mhd) {
         err_set(err, ERR_UNAVAILABLE, "cannot listen on %s (address in use, or not local?)",
@@ -185,7 +197,8 @@ fail:
     free(h->tls_cert);
     free(h->tls_key);
     free(h->tls_ca);
-    pthread_mutex_destroy(&h->lock);
+    http_exchanges_free(h->exchanges);
+    http_deadlines_free(h->deadlines);
     free(h);
     return NULL;
 }
@@ -229,11 +242,9 @@ int http_reload_tls(struct http *h, struct err *err)
         free(key);
         return err_set(err, ERR_INTERNAL, "cannot restart the listener with the new certificate");
     }
-    http_resume_all(h);
+    http_exchanges_resume_all(h->exchanges);
     MHD_stop_daemon(old);
-    pthread_mutex_lock(&h->lock);
-    h->stopping = false;
-    pthread_mutex_unlock(&h->lock);
+    http_exchanges_go_on(h->exchanges);
     free(old_cert);
     free(old_key);
     return 0;
@@ -243,11 +254,12 @@ void http_stop(struct http *h)
 {
     if (!h)
         return;
-    http_resume_all(h);
+    http_exchanges_resume_all(h->exchanges);
     MHD_stop_daemon(h->mhd);
     free(h->tls_cert);
     free(h->tls_key);
     free(h->tls_ca);
-    pthread_mutex_destroy(&h->lock);
+    http_exchanges_free(h->exchanges);
+    http_deadlines_free(h->deadlines);
     free(h);
 }

@@ -16,11 +16,12 @@
 #include "api/api.h"
 
 struct http_options {
-    const char *listen;   /* "127.0.0.1:8080", "[::1]:0", "0.0.0.0:8443" */
-    int threads;          /* handler threads */
-    int connection_limit; /* open connections at most */
-    int per_ip_limit;     /* open connections per client address at most */
-    int timeout_seconds;  /* idle connections are closed after this */
+    const char *listen;         /* "127.0.0.1:8080", "[::1]:0", "0.0.0.0:8443" */
+    int threads;                /* handler threads */
+    int connection_limit;       /* open connections at most */
+    int per_ip_limit;           /* open connections per client address at most */
+    int timeout_seconds;        /* idle connections are closed after this */
+    int header_timeout_seconds; /* a request's headers must arrive within this (0: none) */
     size_t max_body_bytes;
     const char *tls_cert_file; /* PEM; with tls_key_file turns on HTTPS */
     const char *tls_key_file;

@@ -3,26 +3,37 @@
  * committed offset, take the pushed batches (collect_sources.c), order each job's lines by time,
  * store them with their positions in one transaction, then retire finished sources. Only the
  * collector thread frees sources, so it may use them without the lock between rounds.
+ *
+ * A rank's file is only the way from its shim to the store: once a round's lines are committed
+ * their bytes are punched out of the file (fallocate PUNCH_HOLE: the size and every offset
+ * stay, the blocks are freed), so the file holds on disk only what is not stored yet, which
+ * the shim keeps within the job's --log-max-bytes (server/local/shim.c). Lines past the
+ * retention limits are the store's to drop; without this the raw files kept every byte a rank
+ * ever wrote.
  */
 #include "server/ingest/collect.h"
 #include "server/ingest/collect_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/prom.h"
 #include "core/linesplit.h"
 #include "core/log.h"
-#include "core/notify.h"
+#include "core/wakeups.h"
 #include "core/parse.h"
 #include "core/xalloc.h"
 #include "store/logs.h"
 
 #define READ_CHUNK (4u << 20) /* per file per round; larger than any record */
+#define PUNCH_MIN  (64 << 10) /* punch once this much more is stored (a call per round else) */
+#define BLOCK      4096       /* punches end on a block boundary while the file may grow */
 
 static struct gathered *gathered_for(struct collect *c, int64_t pk)
 {
@@ -144,7 +155,10 @@ static void position_file(struct collect *c, struct fsource *f)
 static int64_t read_file(struct collect *c, struct fsource *f)
 {
     if (f->fd < 0) {
-        f->fd = open(f->path, O_RDONLY | O_CLOEXEC);
+        f->fd = open(f->path, O_RDWR | O_CLOEXEC);
+        f->punch = f->fd >= 0;
+        if (f->fd < 0)
+            f->fd = open(f->path, O_RDONLY | O_CLOEXEC); /* read, never punched */
         if (f->fd < 0)
             return 0;
     }
@@ -241,9 +255,9 @@ static void after_commit(struct collect *c, struct log_append *apps)
         lines += c->jobs[i].n;
         for (size_t k = 0; k < c->jobs[i].n; k++)
             bytes += c->jobs[i].lines[k].len;
-        if (c->jobs[i].n && c->opts.hooks.lines)
-            c->opts.hooks.lines(c->opts.hooks.ctx, c->jobs[i].job_pk, apps[i].lines, apps[i].n);
-        notify_key(c->notify, c->jobs[i].job_pk);
+        if (c->jobs[i].n && c->opts.stored.lines)
+            c->opts.stored.lines(c->opts.stored.ctx, c->jobs[i].job_pk, apps[i].lines, apps[i].n);
+        wakeups_key(c->wakeups, c->jobs[i].job_pk);
     }
     atomic_fetch_add(&c->lines_total, lines);
     atomic_fetch_add(&c->bytes_total, bytes);
@@ -294,6 +308,20 @@ static int store_round(struct collect *c)
     return rc;
 }
 
+/* Frees the blocks of what is stored: up to the committed offset (its last block too when
+ * the file is done growing). A file system that cannot punch is not asked again. */
+static void punch_stored(struct fsource *f, bool all)
+{
+    int64_t end = all ? f->offset : f->offset - f->offset % BLOCK;
+    if (!f->punch || f->fd < 0 || end - f->punched < (all ? 1 : PUNCH_MIN))
+        return;
+    if (fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, f->punched,
+                  end - f->punched) == 0)
+        f->punched = end;
+    else
+        f->punch = false;
+}
+
 static void unlink_file(struct collect *c, struct fsource *f)
 {
     pthread_mutex_lock(&c->lock);
@@ -334,14 +362,17 @@ static bool round_once(struct collect *c)
         if (rc == 0) {
             f->offset = f->pending;
             f->src_new = false;
+            punch_stored(f, false);
         } else {
             f->pending = f->offset;
         }
     }
     if (rc == 0) {
         collect_pushed_free(pushed);
-        for (size_t i = 0; i < nretire; i++)
+        for (size_t i = 0; i < nretire; i++) {
+            punch_stored(retire[i], true);
             unlink_file(c, retire[i]);
+        }
     } else if (pushed) {
         pthread_mutex_lock(&c->lock); /* put them back in front, in order, still counted */
         struct pushed *last = pushed;
@@ -383,7 +414,7 @@ static void complete_finished(struct collect *c)
         if (has_source(c, pks[i]))
             continue;
         if (store_log_complete(c->st, pks[i], NULL) == 0)
-            notify_key(c->notify, pks[i]);
+            wakeups_key(c->wakeups, pks[i]);
     }
     free(pks);
 }
@@ -436,11 +467,11 @@ static void *collect_main(void *arg)
     return NULL;
 }
 
-struct collect *collect_new(struct store *st, struct notify *n, const struct collect_options *o)
+struct collect *collect_new(struct store *st, struct wakeups *n, const struct collect_options *o)
 {
     struct collect *c = XNEW(struct collect);
     c->st = st;
-    c->notify = n;
+    c->wakeups = n;
     c->opts = *o;
     if (c->opts.poll_ns <= 0)
         c->opts.poll_ns = 20 * NS_PER_MS;
@@ -505,27 +536,18 @@ void collect_metrics(struct collect *c, struct buf *out)
     for (struct fsource *f = c->files; f; f = f->next)
         sources++;
     pthread_mutex_unlock(&c->lock);
-    buf_printf(out,
-               "# HELP trainyard_log_lines_ingested_total Log lines stored.\n"
-               "# TYPE trainyard_log_lines_ingested_total counter\n"
-               "trainyard_log_lines_ingested_total %llu\n"
-               "# HELP trainyard_log_bytes_ingested_total Log bytes stored.\n"
-               "# TYPE trainyard_log_bytes_ingested_total counter\n"
-               "trainyard_log_bytes_ingested_total %llu\n"
-               "# HELP trainyard_log_flushes_total Log transactions committed.\n"
-               "# TYPE trainyard_log_flushes_total counter\n"
-               "trainyard_log_flushes_total %llu\n"
-               "# HELP trainyard_log_store_errors_total Log flushes that failed.\n"
-               "# TYPE trainyard_log_store_errors_total counter\n"
-               "trainyard_log_store_errors_total %llu\n"
-               "# HELP trainyard_log_sources Rank log streams being followed.\n"
-               "# TYPE trainyard_log_sources gauge\ntrainyard_log_sources %d\n"
-               "# HELP trainyard_log_last_flush_seconds Duration of the last log commit.\n"
-               "# TYPE trainyard_log_last_flush_seconds gauge\n"
-               "trainyard_log_last_flush_seconds %.6f\n",
-               (unsigned long long)atomic_load(&c->lines_total),
-               (unsigned long long)atomic_load(&c->bytes_total),
-               (unsigned long long)atomic_load(&c->flushes_total),
-               (unsigned long long)atomic_load(&c->errors_total), sources,
-               (double)atomic_load(&c->last_flush_ns) / 1e9);
+    struct prom p;
+    prom_init(&p, out);
+    prom_scalar(&p, "trainyard_log_lines_ingested_total", PROM_COUNTER, "Log lines stored.",
+                (double)atomic_load(&c->lines_total));
+    prom_scalar(&p, "trainyard_log_bytes_ingested_total", PROM_COUNTER, "Log bytes stored.",
+                (double)atomic_load(&c->bytes_total));
+    prom_scalar(&p, "trainyard_log_flushes_total", PROM_COUNTER, "Log transactions committed.",
+                (double)atomic_load(&c->flushes_total));
+    prom_scalar(&p, "trainyard_log_store_errors_total", PROM_COUNTER, "Log flushes that failed.",
+                (double)atomic_load(&c->errors_total));
+    prom_scalar(&p, "trainyard_log_sources", PROM_GAUGE, "Rank log streams being followed.",
+                sources);
+    prom_scalar(&p, "trainyard_log_last_flush_seconds", PROM_GAUGE,
+                "Duration of the last log commit.", (double)atomic_load(&c->last_flush_ns) / 1e9);
 }

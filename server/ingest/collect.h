@@ -19,12 +19,12 @@
 #include "store/logs.h"
 
 struct store;
-struct notify;
+struct wakeups;
 struct collect;
 
-/* Called for every stored line, on the collector thread, after its commit (diagnosis and
- * progress parsing hook in here). */
-struct collect_hooks {
+/* What to call with every stored line, on the collector thread, after its commit (diagnosis
+ * and progress parsing are fed from here). */
+struct collect_stored {
     void *ctx;
     void (*lines)(void *ctx, int64_t job_pk, const struct log_line *lines, size_t n);
 };
@@ -33,10 +33,10 @@ struct collect_options {
     int64_t max_bytes;  /* per job */
     int64_t max_age_ns; /* per line */
     int64_t poll_ns;
-    struct collect_hooks hooks;
+    struct collect_stored stored;
 };
 
-struct collect *collect_new(struct store *st, struct notify *n, const struct collect_options *o);
+struct collect *collect_new(struct store *st, struct wakeups *n, const struct collect_options *o);
 /* The callbacks executors use to hand over their ranks' logs. */
 struct log_sources collect_sources(struct collect *c);
 int collect_start(struct collect *c, struct err *err);

@@ -1,7 +1,9 @@
 /*
- * collect_internal: the collector's state, shared by collect.c (the collector thread and its
- * rounds) and collect_sources.c (the struct log_sources entry points executors call). Not for
- * use outside these two files. `lock` guards the source lists and the pushed queue.
+ * collect_internal: the collector's state. collect.c (the collector thread and its rounds) and
+ * collect_sources.c (the struct log_sources entry points executors call) are one module in two
+ * files: the sources add to the file list and the pushed queue that each round walks, takes
+ * from and puts back to, all under `lock`, so both see struct collect whole. Not for use
+ * outside these two files.
  */
 #ifndef TY_COLLECT_INTERNAL_H
 #define TY_COLLECT_INTERNAL_H
@@ -22,6 +24,8 @@ struct fsource {
     int fd;
     int64_t offset;  /* committed */
     int64_t pending; /* offset after the lines of the round in progress */
+    int64_t punched; /* bytes before this are stored and punched out of the file */
+    bool punch;      /* the file is open for writing and its file system punches holes */
     bool positioned; /* offset loaded from the store */
     bool done;       /* will not grow: retire at end of file */
     int src;         /* -1 until resolved */
@@ -56,7 +60,7 @@ struct gathered {
 
 struct collect {
     struct store *st;
-    struct notify *notify;
+    struct wakeups *wakeups;
     struct collect_options opts;
     pthread_t thread;
     bool running;

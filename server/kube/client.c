@@ -13,6 +13,7 @@
 
 #include "core/clock.h"
 #include "core/jsonx.h"
+#include "core/prom.h"
 #include "core/xalloc.h"
 #include "server/kube/auth.h"
 
@@ -503,11 +504,6 @@ void kube_client_wakeup(struct kube_client *c)
     curl_multi_wakeup(c->multi);
 }
 
-size_t kube_client_active(struct kube_client *c)
-{
-    return c->ncalls;
-}
-
 int kube_client_do(struct kube_client *c, const struct kube_request *r, struct buf *out,
                    struct err *err)
 {
@@ -601,55 +597,39 @@ void kube_client_free(struct kube_client *c)
 
 void kube_client_metrics(struct kube_client *c, struct buf *out)
 {
-    buf_puts(out, "# HELP trainyard_kube_requests_total Kubernetes API requests by verb and "
-                  "resource.\n# TYPE trainyard_kube_requests_total counter\n");
+    struct prom p;
+    prom_init(&p, out);
+    prom_family(&p, "trainyard_kube_requests_total", PROM_COUNTER,
+                "Kubernetes API requests by verb and resource.");
     pthread_mutex_lock(&c->mlock);
     for (size_t i = 0; i < c->nstats; i++)
         if (c->stats[i].code == 0)
-            buf_printf(out, "trainyard_kube_requests_total{verb=\"%s\",resource=\"%s\"} %llu\n",
-                       c->stats[i].verb, c->stats[i].res, (unsigned long long)c->stats[i].n);
-    buf_puts(out, "# HELP trainyard_kube_errors_total Kubernetes API requests that failed, by "
-                  "verb, resource and status (0: no response).\n"
-                  "# TYPE trainyard_kube_errors_total counter\n");
-    for (size_t i = 0; i < c->nstats; i++)
-        if (c->stats[i].code != 0)
-            buf_printf(out,
-                       "trainyard_kube_errors_total{verb=\"%s\",resource=\"%s\",code=\"%ld\"} "
-                       "%llu\n",
-                       c->stats[i].verb, c->stats[i].res,
-                       c->stats[i].code < 0 ? 0 : c->stats[i].code,
-                       (unsigned long long)c->stats[i].n);
+            prom_sample(&p, NULL, (double)c->stats[i].n, "verb", c->stats[i].verb, "resource",
+                        c->stats[i].res, NULL);
+    prom_family(&p, "trainyard_kube_errors_total", PROM_COUNTER,
+                "Kubernetes API requests that failed, by verb, resource and status (0: no "
+                "response).");
+    for (size_t i = 0; i < c->nstats; i++) {
+        char code[24];
+        if (c->stats[i].code == 0)
+            continue;
+        snprintf(code, sizeof(code), "%ld", c->stats[i].code < 0 ? 0 : c->stats[i].code);
+        prom_sample(&p, NULL, (double)c->stats[i].n, "verb", c->stats[i].verb, "resource",
+                    c->stats[i].res, "code", code, NULL);
+    }
     pthread_mutex_unlock(&c->mlock);
-    buf_printf(out,
-               "# HELP trainyard_kube_responses_total Finished Kubernetes API requests by HTTP "
-               "version (log streams and watches count when they end).\n"
-               "# TYPE trainyard_kube_responses_total counter\n"
-               "trainyard_kube_responses_total{http=\"1.1\"} %llu\n"
-               "trainyard_kube_responses_total{http=\"2\"} %llu\n"
-               "# HELP trainyard_kube_connections_total Connections opened to the API server.\n"
-               "# TYPE trainyard_kube_connections_total counter\ntrainyard_kube_connections_total "
-               "%llu\n",
-               (unsigned long long)atomic_load(&c->by_version[0]),
-               (unsigned long long)atomic_load(&c->by_version[1]),
-               (unsigned long long)atomic_load(&c->connects));
-    buf_printf(out,
-               "# HELP trainyard_kube_exec_plugin_runs_total Runs of the exec credential plugin.\n"
-               "# TYPE trainyard_kube_exec_plugin_runs_total counter\n"
-               "trainyard_kube_exec_plugin_runs_total %llu\n",
-               (unsigned long long)kube_auth_plugin_runs(c->auth));
+    prom_family(&p, "trainyard_kube_responses_total", PROM_COUNTER,
+                "Finished Kubernetes API requests by HTTP version (log streams and watches count "
+                "when they end).");
+    prom_sample(&p, NULL, (double)atomic_load(&c->by_version[0]), "http", "1.1", NULL);
+    prom_sample(&p, NULL, (double)atomic_load(&c->by_version[1]), "http", "2", NULL);
+    prom_scalar(&p, "trainyard_kube_connections_total", PROM_COUNTER,
+                "Connections opened to the API server.", (double)atomic_load(&c->connects));
+    prom_scalar(&p, "trainyard_kube_exec_plugin_runs_total", PROM_COUNTER,
+                "Runs of the exec credential plugin.", (double)kube_auth_plugin_runs(c->auth));
 }
 
 uint64_t kube_client_busy_ns(struct kube_client *c)
 {
     return atomic_load(&c->busy_ns);
-}
-
-uint64_t kube_client_requests(struct kube_client *c)
-{
-    return atomic_load(&c->requests);
-}
-
-uint64_t kube_client_plugin_runs(struct kube_client *c)
-{
-    return kube_auth_plugin_runs(c->auth);
 }

@@ -58,8 +58,6 @@ void kube_call_cancel(struct kube_client *c, struct kube_call *call);
 void kube_client_run(struct kube_client *c, int timeout_ms);
 /* Makes a waiting kube_client_run return (any thread). */
 void kube_client_wakeup(struct kube_client *c);
-/* Calls in flight. */
-size_t kube_client_active(struct kube_client *c);
 
 /* A blocking call from any thread other than the loop's. Returns 0 on 2xx (body in out),
  * else -1 with err as above (out still holds the body). out may be NULL. */
@@ -76,9 +74,5 @@ void kube_classify(const char *method, const char *path, char *verb, size_t vsiz
 void kube_client_metrics(struct kube_client *c, struct buf *out);
 /* Time the loop thread spent on responses and callbacks (not waiting), in ns. */
 uint64_t kube_client_busy_ns(struct kube_client *c);
-/* Requests sent so far (all verbs). */
-uint64_t kube_client_requests(struct kube_client *c);
-/* The auth state (for metrics and tests): exec plugin runs. */
-uint64_t kube_client_plugin_runs(struct kube_client *c);
 
 #endif

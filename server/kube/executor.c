@@ -8,6 +8,7 @@
 
 #include "core/clock.h"
 #include "core/jsonx.h"
+#include "core/prom.h"
 #include "core/xalloc.h"
 #include "server/kube/internal.h"
 
@@ -212,75 +213,61 @@ static json_t *kube_render_dry(struct executor *ex, const json_t *spec, const ch
     return obj;
 }
 
+/* A counter or gauge read from an atomic of struct kube. */
+#define KUBE_SCALAR(p, name, type, help, field)                                                    \
+    prom_scalar(p, name, type, help, (double)atomic_load(&k->field))
+
 static void kube_metrics(struct executor *ex, struct buf *out)
 {
     struct kube *k = KUBE(ex);
     kube_client_metrics(k->client, out);
     struct kube_log_stats ls;
     kube_log_stats(&ls);
-    unsigned long long n = atomic_load(&k->create_count);
-    buf_printf(
-        out,
-        "# HELP trainyard_kube_watch_restarts_total Watches started again, by why the last "
-        "ended: closed by the server (resumed), expired (410: listed again), error.\n"
-        "# TYPE trainyard_kube_watch_restarts_total counter\n"
-        "trainyard_kube_watch_restarts_total{reason=\"closed\"} %llu\n"
-        "trainyard_kube_watch_restarts_total{reason=\"expired\"} %llu\n"
-        "trainyard_kube_watch_restarts_total{reason=\"error\"} %llu\n"
-        "# HELP trainyard_kube_watch_events_total Watch events received.\n"
-        "# TYPE trainyard_kube_watch_events_total counter\ntrainyard_kube_watch_events_total %llu\n"
-        "# HELP trainyard_kube_reconcile_lag_seconds How long the controller's last commands "
-        "waited for the Kubernetes loop.\n"
-        "# TYPE trainyard_kube_reconcile_lag_seconds gauge\n"
-        "trainyard_kube_reconcile_lag_seconds %.6f\n"
-        "# HELP trainyard_kube_create_seconds Time from start() to the job object created.\n"
-        "# TYPE trainyard_kube_create_seconds summary\n"
-        "trainyard_kube_create_seconds_sum %.6f\ntrainyard_kube_create_seconds_count %llu\n"
-        "# HELP trainyard_kube_objects_total Job objects created, adopted after a restart, "
-        "refused.\n# TYPE trainyard_kube_objects_total counter\n"
-        "trainyard_kube_objects_total{outcome=\"created\"} %llu\n"
-        "trainyard_kube_objects_total{outcome=\"adopted\"} %llu\n"
-        "trainyard_kube_objects_total{outcome=\"failed\"} %llu\n"
-        "# HELP trainyard_kube_jobs Jobs followed.\n# TYPE trainyard_kube_jobs gauge\n"
-        "trainyard_kube_jobs %llu\n"
-        "# HELP trainyard_kube_pods Pods followed.\n# TYPE trainyard_kube_pods gauge\n"
-        "trainyard_kube_pods %llu\n"
-        "# HELP trainyard_kube_log_streams Pod log streams open.\n"
-        "# TYPE trainyard_kube_log_streams gauge\ntrainyard_kube_log_streams %llu\n"
-        "# HELP trainyard_kube_log_streams_waiting Running containers waiting for a free "
-        "stream (--kube-log-streams).\n# TYPE trainyard_kube_log_streams_waiting gauge\n"
-        "trainyard_kube_log_streams_waiting %llu\n"
-        "# HELP trainyard_kube_log_lines_total Pod log lines read (duplicates dropped).\n"
-        "# TYPE trainyard_kube_log_lines_total counter\n"
-        "trainyard_kube_log_lines_total %llu\n"
-        "trainyard_kube_log_duplicates_total %llu\n"
-        "# HELP trainyard_kube_loop_busy_seconds_total Time the Kubernetes loop thread worked "
-        "(parsing, reporting), not waiting for the network.\n"
-        "# TYPE trainyard_kube_loop_busy_seconds_total counter\n"
-        "trainyard_kube_loop_busy_seconds_total %.3f\n"
-        "# HELP trainyard_kube_log_push_seconds_total Time the loop spent handing lines to the "
-        "log pipeline (it waits when the pipeline is full).\n"
-        "# TYPE trainyard_kube_log_push_seconds_total counter\n"
-        "trainyard_kube_log_push_seconds_total %.3f\n",
-        (unsigned long long)atomic_load(&k->watch_closed),
-        (unsigned long long)atomic_load(&k->watch_expired),
-        (unsigned long long)atomic_load(&k->watch_errors),
-        (unsigned long long)atomic_load(&k->watch_events),
-        (double)atomic_load(&k->cmd_lag_ns) / 1e9, (double)atomic_load(&k->create_ns_total) / 1e9,
-        n, (unsigned long long)atomic_load(&k->created),
-        (unsigned long long)atomic_load(&k->adopted_existing),
-        (unsigned long long)atomic_load(&k->create_errors),
-        (unsigned long long)atomic_load(&k->jobs_tracked),
-        (unsigned long long)atomic_load(&k->pods_tracked),
-        (unsigned long long)atomic_load(&k->streams_open),
-        (unsigned long long)atomic_load(&k->streams_waiting), (unsigned long long)ls.lines,
-        (unsigned long long)ls.duplicates, (double)kube_client_busy_ns(k->client) / 1e9,
-        (double)ls.push_ns / 1e9);
-    buf_printf(out,
-               "# HELP trainyard_kube_pods_reaped_total Pods trainyard deleted because their job "
-               "failed while they still ran.\n# TYPE trainyard_kube_pods_reaped_total counter\n"
-               "trainyard_kube_pods_reaped_total %llu\n",
-               (unsigned long long)atomic_load(&k->pods_reaped));
+    struct prom p;
+    prom_init(&p, out);
+    prom_family(&p, "trainyard_kube_watch_restarts_total", PROM_COUNTER,
+                "Watches started again, by why the last ended: closed by the server (resumed), "
+                "expired (410: listed again), error.");
+    prom_sample(&p, NULL, (double)atomic_load(&k->watch_closed), "reason", "closed", NULL);
+    prom_sample(&p, NULL, (double)atomic_load(&k->watch_expired), "reason", "expired", NULL);
+    prom_sample(&p, NULL, (double)atomic_load(&k->watch_errors), "reason", "error", NULL);
+    KUBE_SCALAR(&p, "trainyard_kube_watch_events_total", PROM_COUNTER, "Watch events received.",
+                watch_events);
+    prom_scalar(&p, "trainyard_kube_reconcile_lag_seconds", PROM_GAUGE,
+                "How long the controller's last commands waited for the Kubernetes loop.",
+                (double)atomic_load(&k->cmd_lag_ns) / 1e9);
+    prom_family(&p, "trainyard_kube_create_seconds", PROM_SUMMARY,
+                "Time from start() to the job object created.");
+    prom_sample(&p, "_sum", (double)atomic_load(&k->create_ns_total) / 1e9, NULL);
+    prom_sample(&p, "_count", (double)atomic_load(&k->create_count), NULL);
+    prom_family(&p, "trainyard_kube_objects_total", PROM_COUNTER,
+                "Job objects created, adopted after a restart, refused.");
+    prom_sample(&p, NULL, (double)atomic_load(&k->created), "outcome", "created", NULL);
+    prom_sample(&p, NULL, (double)atomic_load(&k->adopted_existing), "outcome", "adopted", NULL);
+    prom_sample(&p, NULL, (double)atomic_load(&k->create_errors), "outcome", "failed", NULL);
+    KUBE_SCALAR(&p, "trainyard_kube_jobs", PROM_GAUGE, "Jobs followed.", jobs_tracked);
+    KUBE_SCALAR(&p, "trainyard_kube_pods", PROM_GAUGE, "Pods followed.", pods_tracked);
+    KUBE_SCALAR(&p, "trainyard_kube_log_streams", PROM_GAUGE, "Pod log streams open.",
+                streams_open);
+    KUBE_SCALAR(&p, "trainyard_kube_log_streams_waiting", PROM_GAUGE,
+                "Running containers waiting for a free stream (--kube-log-streams).",
+                streams_waiting);
+    prom_scalar(&p, "trainyard_kube_log_lines_total", PROM_COUNTER,
+                "Pod log lines read (duplicates dropped).", (double)ls.lines);
+    prom_scalar(&p, "trainyard_kube_log_duplicates_total", PROM_COUNTER,
+                "Pod log lines read again after a reconnection, already stored: dropped.",
+                (double)ls.duplicates);
+    prom_scalar(&p, "trainyard_kube_loop_busy_seconds_total", PROM_COUNTER,
+                "Time the Kubernetes loop thread worked (parsing, reporting), not waiting for "
+                "the network.",
+                (double)kube_client_busy_ns(k->client) / 1e9);
+    prom_scalar(&p, "trainyard_kube_log_push_seconds_total", PROM_COUNTER,
+                "Time the loop spent handing lines to the log pipeline (it waits when the "
+                "pipeline is full).",
+                (double)ls.push_ns / 1e9);
+    KUBE_SCALAR(&p, "trainyard_kube_pods_reaped_total", PROM_COUNTER,
+                "Pods trainyard deleted because their job failed while they still ran.",
+                pods_reaped);
 }
 
 void kube_stop(struct executor *ex)

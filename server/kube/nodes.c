@@ -132,9 +132,9 @@ void kube_nodes_remove(struct kube_nodes *n, const json_t *node)
         json_decref(kmap_del(&n->byname, name));
 }
 
-size_t kube_nodes_count(const struct kube_nodes *n)
+const json_t *kube_nodes_get(const struct kube_nodes *n, const char *name)
 {
-    return n->byname.n;
+    return n && name ? kmap_get(&n->byname, name) : NULL;
 }
 
 bool kube_nodes_ready(const struct kube_nodes *n, const char *name)

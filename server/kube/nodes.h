@@ -31,6 +31,9 @@ void kube_nodes_remove(struct kube_nodes *n, const json_t *node);
 size_t kube_nodes_count(const struct kube_nodes *n);
 /* Whether the node is known and its Ready condition is True. */
 bool kube_nodes_ready(const struct kube_nodes *n, const char *name);
+/* The view of node name (kube_node_view's shape), borrowed until the node changes; NULL when
+ * the cache does not have it. */
+const json_t *kube_nodes_get(const struct kube_nodes *n, const char *name);
 
 /* {"items": [...]} sorted by name (new reference). trainyard's marks on nodes are added by
  * the API (api/nodes.c), from the store. */

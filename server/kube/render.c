@@ -1,7 +1,8 @@
 /*
  * render: spec -> PyTorchJob / TrainJob / Secret JSON (see render.h). Pure; thread-safe.
- * Field names and defaults follow ../shared/reference/kubernetes-api.md (Training Operator
- * v1.9, Trainer v2.0-v2.3).
+ * Field names and defaults follow the Kubeflow APIs: PyTorchJob (Training Operator v1.9,
+ * kubeflow.org/v1) and TrainJob (Trainer v2.0-v2.3, trainer.kubeflow.org/v1alpha1);
+ * docs/kubernetes.md has the mapping from spec fields.
  */
 #include "server/kube/render.h"
 
@@ -100,6 +101,16 @@ static bool env_given(const struct spec_view *v, const char *name)
     return v->env && json_object_get(v->env, name);
 }
 
+/* The ranks' checkpoint directory: checkpoint.path, else /checkpoints. Every pod mounts a
+ * volume there, so that it exists and the ranks may write it before they start: the claim
+ * (kept across pods and nodes), else an emptyDir (kept across the restarts of a container in
+ * its pod, as restartPolicy OnFailure makes them, but not when a pod is made again). */
+static const char *checkpoint_dir(const struct spec_view *v)
+{
+    const char *path = jsonx_str(v->checkpoint, "path");
+    return path ? path : "/checkpoints";
+}
+
 /* TRAINYARD_* for the ranks, then the spec's env (plain values and secret references). */
 static json_t *env_list(const struct spec_view *v, const struct kube_render_ctx *rc,
                         const char *object_name)
@@ -111,7 +122,7 @@ static json_t *env_list(const struct spec_view *v, const struct kube_render_ctx 
                               { "TRAINYARD_ATTEMPT", num },
                               { "TRAINYARD_RESTART_COUNT", num },
                               { "TRAINYARD_URL", rc->url },
-                              { "TRAINYARD_CHECKPOINT_DIR", jsonx_str(v->checkpoint, "path") } };
+                              { "TRAINYARD_CHECKPOINT_DIR", checkpoint_dir(v) } };
     for (size_t i = 0; i < sizeof(mine) / sizeof(mine[0]); i++)
         if (mine[i][1] && !env_given(v, mine[i][0]))
             env_add(env, mine[i][0], mine[i][1]);
@@ -169,6 +180,8 @@ static json_t *volumes(const struct spec_view *v)
     if (claim)
         json_array_append_new(vols, json_pack("{s:s,s:{s:s}}", "name", "checkpoint",
                                               "persistentVolumeClaim", "claimName", claim));
+    else
+        json_array_append_new(vols, json_pack("{s:s,s:{}}", "name", "checkpoint", "emptyDir"));
     return vols;
 }
 
@@ -177,11 +190,8 @@ static json_t *mounts(const struct spec_view *v)
     json_t *m = json_array();
     if (jsonx_str(v->resources, "shm"))
         json_array_append_new(m, json_pack("{s:s,s:s}", "name", "dshm", "mountPath", "/dev/shm"));
-    if (jsonx_str(v->checkpoint, "volume_claim")) {
-        const char *path = jsonx_str(v->checkpoint, "path");
-        json_array_append_new(m, json_pack("{s:s,s:s}", "name", "checkpoint", "mountPath",
-                                           path ? path : "/checkpoints"));
-    }
+    json_array_append_new(
+        m, json_pack("{s:s,s:s}", "name", "checkpoint", "mountPath", checkpoint_dir(v)));
     return m;
 }
 

@@ -14,6 +14,8 @@
  *   container terminated, exit 0       succeeded
  *   container terminated, exit != 0    failed (reason Error, OOMKilled, ...; exit code)
  *   restarted in place                 the crashed run's end (from lastState), then running
+ *   a container's end                  also its startedAt and the node's instance and capacity
+ *                                      type, for usage (store/usage.h)
  *   pod Failed by eviction / node loss lost (reason NodeLost, Evicted, ...)
  *   pod deleted while running          lost: NodeLost when its node is NotReady or gone, else
  *                                      PodDeleted (stopped when trainyard stopped the job)
@@ -236,6 +238,11 @@ static void report_state(struct kube *k, struct kjob *j, struct kpod *p, struct 
     r->node = p->node[0] ? p->node : NULL;
     r->pod = p->name;
     r->restarts = s->restarts;
+    if (ended) { /* usage: what the run's node was (Karpenter's nodes do not stay) */
+        const json_t *node = kube_nodes_get(k->nodes, r->node);
+        r->instance_type = jsonx_str(node, "instance_type");
+        r->capacity_type = jsonx_str(node, "capacity_type");
+    }
     report_slot(k, j, p->slot, r);
 }
 
@@ -251,6 +258,10 @@ static void ended_from(const json_t *term, struct rank_report *r)
     const char *at = jsonx_str(term, "finishedAt");
     if (!at || clock_parse(at, &r->time) < 0)
         r->time = clock_now_ns();
+    /* usage: the run's own start, which the rank's stored one is not after a restart in place */
+    at = jsonx_str(term, "startedAt");
+    if (!at || clock_parse(at, &r->started_at) < 0)
+        r->started_at = 0;
 }
 
 static const json_t *container_status(const json_t *pod, const char *name)

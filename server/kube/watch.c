@@ -328,11 +328,6 @@ bool kube_watch_synced(const struct kube_watch *w)
     return w->synced;
 }
 
-const char *kube_watch_resource(const struct kube_watch *w)
-{
-    return w->resource;
-}
-
 void kube_watch_stats(const struct kube_watch *w, struct kube_watch_stats *out)
 {
     *out = w->stats;
@@ -341,9 +336,4 @@ void kube_watch_stats(const struct kube_watch *w, struct kube_watch_stats *out)
 const char *kube_watch_error(const struct kube_watch *w)
 {
     return w->last_err;
-}
-
-const char *kube_watch_rv(const struct kube_watch *w)
-{
-    return w->rv ? w->rv : "";
 }

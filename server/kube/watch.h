@@ -42,13 +42,9 @@ void kube_watch_free(struct kube_watch *w);
 void kube_watch_tick(struct kube_watch *w, int64_t now_mono);
 /* True once the first LIST has been delivered. */
 bool kube_watch_synced(const struct kube_watch *w);
-/* The resource (plural) watched, for messages and metrics. */
-const char *kube_watch_resource(const struct kube_watch *w);
 void kube_watch_stats(const struct kube_watch *w, struct kube_watch_stats *out);
 /* Why the last LIST failed (borrowed), "" when it did not. */
 const char *kube_watch_error(const struct kube_watch *w);
-/* The last resourceVersion seen (borrowed), "" before the first list. */
-const char *kube_watch_rv(const struct kube_watch *w);
 
 /* Appends a percent-encoded query value to out (selectors contain '=', ',', '/', ' '). */
 void kube_query_escape(struct buf *out, const char *value);

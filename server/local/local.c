@@ -9,10 +9,12 @@
  * shim is our child or was adopted after a daemon restart. How the rank ended is read from the
  * shim's status.json, never from waitpid(), because an adopted shim is not our child.
  *
- * Each rank runs in a memory cgroup of its own when the daemon may make one
- * (server/local/cgroup.h): resources.memory is its limit, and an OOM kill the kernel counted there
- * (or, without rank cgroups, a SIGKILL trainyard did not send while an OOM counter rose) is
- * reported as "OOMKilled".
+ * Each rank runs in cgroups of its own where the daemon may make them (server/local/cgroup.h):
+ * resources.memory is its limit, and an OOM kill the kernel counted there (or, without rank
+ * cgroups, a SIGKILL trainyard did not send while an OOM counter rose) is reported as
+ * "OOMKilled"; signals go to every process of the rank's cgroup, so a stop reaches what the
+ * rank started in a session of its own too. Where the host allows, ranks run sandboxed as
+ * their job's identity (server/local/sandbox.h): one uid per running job, from --local-uid-base.
  */
 #include "server/local/local.h"
 
@@ -26,11 +28,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "server/local/cgroup.h"
 #include "core/clock.h"
 #include "core/jsonx.h"
+#include "core/prom.h"
 #include "core/xalloc.h"
 #include "server/local/local_internal.h"
+#include "server/local/sandbox.h"
 
 char *local_job_dir(const char *data_dir, const char *job_id)
 {
@@ -74,28 +77,88 @@ static void report_start_failure(struct executor *ex, const struct job *j, int a
     }
 }
 
+/* The job's identity: uid_base + its pk (modulo the range), or the next one no other running
+ * job has. A job keeps it while any of its ranks runs; restarts may get another. */
+static unsigned job_uid(struct local *l, int64_t pk)
+{
+    unsigned count = l->opts.uid_count ? l->opts.uid_count : 1;
+    for (unsigned k = 0; k < count; k++) {
+        unsigned uid = l->opts.uid_base + (unsigned)((uint64_t)(pk + k) % count);
+        bool taken = false;
+        for (size_t i = 0; i < l->n && !taken; i++)
+            taken = l->ranks[i]->job_pk != pk && l->ranks[i]->uid == uid;
+        if (!taken)
+            return uid;
+    }
+    return l->opts.uid_base; /* more running jobs than identities: refused by fits() first */
+}
+
 static int local_start(struct executor *ex, const struct job *j, const struct spec_view *v,
                        int attempt, const char *token, struct err *err)
 {
-    struct launch ln = { j, v, attempt, free_port(), token };
-    for (int r = 0; r < v->nranks; r++) {
-        if (local_spawn_rank(ex, &ln, r, err) < 0) {
-            report_start_failure(ex, j, attempt, r, v->nranks, err->msg);
-            return -1;
-        }
+    struct local *l = LOCAL(ex);
+    int per_rank = local_gpus_per_rank(v);
+    int *gpus = xcalloc((size_t)v->nranks * (size_t)per_rank + 1, sizeof(int));
+    struct launch ln = { .job = j,
+                         .spec = v,
+                         .attempt = attempt,
+                         .master_port = free_port(),
+                         .token = token,
+                         .uid = l->sandbox ? job_uid(l, j->pk) : (unsigned)getuid(),
+                         .gpus = gpus,
+                         .gpus_per_rank = per_rank };
+    if (local_gpus_pick(l, v->nranks * per_rank, gpus) < 0) {
+        err_set(err, ERR_UNAVAILABLE, "%d GPUs are not free", v->nranks * per_rank);
+        report_start_failure(ex, j, attempt, 0, v->nranks, err->msg);
+        free(gpus);
+        return -1;
     }
-    return 0;
+    if (local_prepare_dirs(l, &ln, err) < 0) {
+        report_start_failure(ex, j, attempt, 0, v->nranks, err->msg);
+        free(gpus);
+        return -1;
+    }
+    int rc = 0;
+    for (int r = 0; r < v->nranks && rc == 0; r++) {
+        rc = local_spawn_rank(ex, &ln, r, err);
+        if (rc < 0)
+            report_start_failure(ex, j, attempt, r, v->nranks, err->msg);
+    }
+    local_release_dirs(&ln);
+    free(gpus);
+    return rc;
 }
 
 static int local_fits(struct executor *ex, const struct job *j, const struct spec_view *v)
 {
     (void)j;
     struct local *l = LOCAL(ex);
-    return atomic_load(&l->used) + v->nranks <= l->opts.slots;
+    return atomic_load(&l->used) + v->nranks <= l->opts.slots &&
+           v->nranks * local_gpus_per_rank(v) <= local_gpus_free(l);
 }
 
+static void local_capacity(struct executor *ex, int64_t *slots, int64_t *gpus)
+{
+    struct local *l = LOCAL(ex);
+    *slots = l->opts.slots;
+    *gpus = (int64_t)l->gpus.n;
+}
+
+int local_gpu_count(struct executor *ex)
+{
+    return (int)LOCAL(ex)->gpus.n;
+}
+
+json_t *local_node(struct executor *ex)
+{
+    return local_gpus_node(LOCAL(ex));
+}
+
+/* Every process of the rank: its cgroup when it has one (setsid'd ones too), else its group. */
 static void signal_rank(struct lrank *r, int sig)
 {
+    if (r->cg.unified && cgroup_signal(r->cg.unified, sig, 0) >= 0)
+        return;
     if (r->pid > 0)
         kill(-r->pid, sig);
     else
@@ -140,8 +203,8 @@ static const char *end_reason(int code, int sig, bool stopped)
 /* True when the rank was killed by the kernel's OOM killer, as far as can be told. */
 static bool oom_killed(const struct lrank *r, int sig)
 {
-    if (r->cgroup)
-        return cgroup_oom_kills(r->cgroup) > 0;
+    if (r->cg.memory)
+        return cgroup_oom_kills(r->cg.memory) > 0;
     if (sig != SIGKILL || r->stopped || r->oom_before < 0)
         return false;
     return cgroup_oom_kills_fallback() > r->oom_before;
@@ -166,8 +229,8 @@ void local_report_end(struct executor *ex, struct lrank *r)
         if (oom_killed(r, rep.signal)) {
             rep.reason = "OOMKilled";
             snprintf(msg, sizeof(msg), "%s",
-                     r->cgroup ? "OOM kill counted in the rank's memory cgroup"
-                               : "SIGKILL while the kernel counted an OOM kill");
+                     r->cg.memory ? "OOM kill counted in the rank's memory cgroup"
+                                  : "SIGKILL while the kernel counted an OOM kill");
         } else if (rep.signal == SIGKILL && !r->stopped) {
             snprintf(msg, sizeof(msg), "SIGKILL not sent by trainyard (out of memory?)");
         }
@@ -219,6 +282,14 @@ static bool shim_exited(struct lrank *r)
     return poll(&p, 1, 0) > 0;
 }
 
+static bool job_running(struct local *l, int64_t pk)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (l->ranks[i]->job_pk == pk)
+            return true;
+    return false;
+}
+
 static void local_poll(struct executor *ex)
 {
     struct local *l = LOCAL(ex);
@@ -240,7 +311,12 @@ static void local_poll(struct executor *ex)
         if (!r->running_reported)
             local_check_started(ex, r);
         local_report_end(ex, r);
+        int64_t pk = r->job_pk;
+        char id[32];
+        snprintf(id, sizeof(id), "%s", r->job_id);
         local_remove_rank(l, i);
+        if (!job_running(l, pk))
+            local_remove_shm(id); /* shared memory is RAM: not kept past the job's last rank */
     }
 }
 
@@ -264,19 +340,12 @@ static int local_adopt(struct executor *ex, const struct job *j, const struct sp
     return 0;
 }
 
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 static void local_forget(struct executor *ex, const char *job_id)
 {
     char *dir = local_job_dir(LOCAL(ex)->data_dir, job_id);
-    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    local_remove_tree(dir);
     free(dir);
+    local_remove_shm(job_id);
 }
 
 static json_t *local_render(struct executor *ex, const json_t *spec, const char *job_id,
@@ -301,15 +370,14 @@ static json_t *local_render(struct executor *ex, const json_t *spec, const char 
 static void local_metrics(struct executor *ex, struct buf *out)
 {
     struct local *l = LOCAL(ex);
-    buf_printf(out,
-               "# HELP trainyard_local_slots Rank slots of the local executor.\n"
-               "# TYPE trainyard_local_slots gauge\ntrainyard_local_slots %d\n"
-               "# HELP trainyard_local_slots_used Rank slots in use.\n"
-               "# TYPE trainyard_local_slots_used gauge\ntrainyard_local_slots_used %d\n"
-               "# HELP trainyard_local_ranks_started_total Rank processes started.\n"
-               "# TYPE trainyard_local_ranks_started_total counter\n"
-               "trainyard_local_ranks_started_total %llu\n",
-               l->opts.slots, atomic_load(&l->used), (unsigned long long)atomic_load(&l->spawned));
+    struct prom p;
+    prom_init(&p, out);
+    prom_scalar(&p, "trainyard_local_slots", PROM_GAUGE, "Rank slots of the local executor.",
+                l->opts.slots);
+    prom_scalar(&p, "trainyard_local_slots_used", PROM_GAUGE, "Rank slots in use.",
+                atomic_load(&l->used));
+    prom_scalar(&p, "trainyard_local_ranks_started_total", PROM_COUNTER, "Rank processes started.",
+                (double)atomic_load(&l->spawned));
 }
 
 static void local_free(struct executor *ex)
@@ -322,7 +390,8 @@ static void local_free(struct executor *ex)
     free(l->ranks);
     free(l->data_dir);
     free(l->url);
-    free(l->cgroot);
+    cgroup_roots_release(&l->cgroots);
+    pthread_mutex_destroy(&l->gpu_lock);
     free(l);
     free(ex);
 }
@@ -332,6 +401,40 @@ void local_set_url(struct executor *ex, const char *url)
     struct local *l = LOCAL(ex);
     free(l->url);
     l->url = url ? xstrdup(url) : NULL;
+}
+
+/* Whether ranks run sandboxed: the host must allow it (root, mount namespaces) and give ranks
+ * cgroups that can end them and limit them; else why not, in l->why. */
+static int decide_sandbox(struct local *l, struct err *err)
+{
+    if (l->opts.sandbox == LOCAL_SANDBOX_OFF) {
+        snprintf(l->why, sizeof(l->why),
+                 "turned off (--local-sandbox=off): ranks run as the "
+                 "daemon and can read its data and tokens");
+        return 0;
+    }
+    struct err probe;
+    err_init(&probe);
+    const char *missing = cgroup_roots_missing(&l->cgroots);
+    int probed = sandbox_probe(&probe);
+    if (probed == 0 && !missing) {
+        l->sandbox = true;
+    } else {
+        snprintf(l->why, sizeof(l->why), "unavailable: %s", probed < 0 ? probe.msg : missing);
+        if (l->opts.sandbox == LOCAL_SANDBOX_REQUIRED)
+            err_set(err, ERR_UNAVAILABLE, "ranks cannot be sandboxed on this host: %s",
+                    l->why + strlen("unavailable: "));
+    }
+    err_release(&probe);
+    return l->opts.sandbox == LOCAL_SANDBOX_REQUIRED && !l->sandbox ? -1 : 0;
+}
+
+bool local_sandboxed(struct executor *ex, const char **why)
+{
+    struct local *l = LOCAL(ex);
+    if (why)
+        *why = l->sandbox ? NULL : l->why;
+    return l->sandbox;
 }
 
 struct executor *local_new(const struct local_options *opts, struct err *err)
@@ -349,10 +452,23 @@ struct executor *local_new(const struct local_options *opts, struct err *err)
         return NULL;
     }
     l->exe[n] = '\0';
-    l->cgroot = cgroup_memory_root();
+    if (!getcwd(l->cwd, sizeof(l->cwd)))
+        snprintf(l->cwd, sizeof(l->cwd), "/");
+    cgroup_roots_probe(&l->cgroots);
+    pthread_mutex_init(&l->gpu_lock, NULL);
+    if (gpus_discover(&l->gpus, opts->gpus, opts->gpus_file, err) < 0 ||
+        decide_sandbox(l, err) < 0) {
+        pthread_mutex_destroy(&l->gpu_lock);
+        cgroup_roots_release(&l->cgroots);
+        free(l->data_dir);
+        free(l->url);
+        free(l);
+        return NULL;
+    }
     struct executor *ex = XNEW(struct executor);
     *ex = (struct executor){ .name = "local",
                              .fits = local_fits,
+                             .capacity = local_capacity,
                              .start = local_start,
                              .stop = local_stop,
                              .adopt = local_adopt,

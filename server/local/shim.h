@@ -2,8 +2,8 @@
 #ifndef TY_SHIM_H
 #define TY_SHIM_H
 
-/* Entry point of `trainyard shim --dir DIR [--max-line N] [--cgroup DIR] -- COMMAND...` (the
- * rank runs in the memory cgroup DIR when given); returns exit status. */
+/* Entry point of `trainyard shim --dir DIR [options] -- COMMAND...` (shim.c lists the options);
+ * returns the shim's exit status (0 once the rank's end is recorded). */
 int shim_main(int argc, char **argv);
 
 #endif

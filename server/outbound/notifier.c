@@ -2,8 +2,8 @@
  * notifier: job events -> outbox messages -> signed HTTP POSTs (see notifier.h).
  *
  * One dispatcher thread owns the set of changed jobs and decides what to send; `workers` sender
- * threads each keep one libcurl handle (connections reused) and send one message at a time.
- * The dispatcher hands a message over only when a worker is free, the message is the oldest
+ * threads each keep one HTTP client (core/httpc: connections reused) and send one message at a
+ * time. The dispatcher hands a message over only when a worker is free, the message is the oldest
  * pending one of its (webhook, job) and its webhook has fewer than half the workers busy, so
  * the queue between them never holds more than `workers` messages.
  *
@@ -17,11 +17,12 @@
 
 #include "core/clock.h"
 #include "core/crypto.h"
+#include "core/httpc.h"
 #include "job/jobstate.h"
 #include "core/jsonx.h"
 #include "core/log.h"
+#include "core/prom.h"
 #include "core/xalloc.h"
-#include "trigger/httpc.h"
 #include "store/jobs.h"
 #include "store/webhooks.h"
 
@@ -369,7 +370,7 @@ static void judge(struct notifier *n, int rc, const struct httpc_response *resp,
     } else {
         uint32_t rnd;
         crypto_random(&rnd, sizeof(rnd));
-        int64_t after = rc == 0 ? webhook_retry_after_ms(resp->retry_after, r->now) : -1;
+        int64_t after = rc == 0 ? resp->retry_after_ms : -1;
         int64_t delay = webhook_retry_delay(&n->opts.retry, r->attempt, rnd, after);
         r->state = delay < 0 ? "failed" : "pending";
         r->next_at = delay < 0 ? 0 : r->now + delay * NS_PER_MS;
@@ -399,8 +400,11 @@ static void send_one(struct notifier *n, struct httpc *h, const struct outbox_ms
         r.state = "failed";
         snprintf(error, sizeof(error), "cannot sign: %s", err.msg);
     } else {
-        int rc = httpc_post(h, m->url, (const char *const *)hd.lines, m->body, strlen(m->body),
-                            &resp, &err);
+        struct httpc_request rq = { .url = m->url,
+                                    .headers = (const char *const *)hd.lines,
+                                    .body = m->body,
+                                    .body_len = strlen(m->body) };
+        int rc = httpc_do(h, &rq, &resp, &err);
         r.duration_ms = (clock_mono_ns() - t0) / NS_PER_MS;
         judge(n, rc, &resp, &err, &r, error, sizeof(error));
         webhook_headers_release(&hd);
@@ -419,10 +423,11 @@ static void *work(void *arg)
 {
     pthread_setname_np(pthread_self(), "ty-webhook-send");
     struct notifier *n = arg;
+    /* The address each connection goes to is checked, not only the URL when it was saved: a
+     * name can resolve to a metadata address the second time (DNS rebinding). */
     struct httpc_options ho = { .timeout_ms = n->opts.timeout_ms,
-                                .connect_timeout_ms =
-                                    n->opts.timeout_ms < 3000 ? n->opts.timeout_ms : 3000 };
-    struct httpc *h = httpc_new(&ho);
+                                .public_only = !n->opts.allow_local };
+    struct httpc *h = httpc_new(&ho, NULL);
     for (;;) {
         pthread_mutex_lock(&n->lock);
         while (n->nqueue == 0 && !n->stop)
@@ -499,14 +504,12 @@ void notifier_free(struct notifier *n)
 
 void notifier_metrics(struct notifier *n, struct buf *out)
 {
-    buf_printf(
-        out,
-        "# HELP trainyard_webhook_messages_total Webhook messages, by what happened.\n"
-        "# TYPE trainyard_webhook_messages_total counter\n"
-        "trainyard_webhook_messages_total{result=\"queued\"} %llu\n"
-        "trainyard_webhook_messages_total{result=\"delivered\"} %llu\n"
-        "trainyard_webhook_messages_total{result=\"retried\"} %llu\n"
-        "trainyard_webhook_messages_total{result=\"failed\"} %llu\n",
-        (unsigned long long)atomic_load(&n->queued), (unsigned long long)atomic_load(&n->delivered),
-        (unsigned long long)atomic_load(&n->retried), (unsigned long long)atomic_load(&n->failed));
+    struct prom p;
+    prom_init(&p, out);
+    prom_family(&p, "trainyard_webhook_messages_total", PROM_COUNTER,
+                "Webhook messages, by what happened.");
+    prom_sample(&p, NULL, (double)atomic_load(&n->queued), "result", "queued", NULL);
+    prom_sample(&p, NULL, (double)atomic_load(&n->delivered), "result", "delivered", NULL);
+    prom_sample(&p, NULL, (double)atomic_load(&n->retried), "result", "retried", NULL);
+    prom_sample(&p, NULL, (double)atomic_load(&n->failed), "result", "failed", NULL);
 }

@@ -30,6 +30,7 @@ struct notifier_options {
     int workers;     /* requests in flight at most; 0: 4 */
     long timeout_ms; /* per request; 0: 10000 */
     struct webhook_retry retry;
+    bool allow_local; /* else loopback, link-local and metadata addresses are refused */
 };
 
 /* st is borrowed and must outlive the notifier. Never NULL. */

@@ -15,20 +15,22 @@
 #include "api/triggercfg.h"
 #include "core/clock.h"
 #include "core/crypto.h"
+#include "core/httpc.h"
 #include "core/jsonx.h"
 #include "core/log.h"
+#include "core/prom.h"
 #include "core/xalloc.h"
-#include "trigger/httpc.h"
 #include "trigger/jobtemplate.h"
 #include "store/templates.h"
 #include "store/triggers.h"
+#include "store/webhooks.h"
 
 #define BATCH          64
 #define SNS_ATTEMPTS   5
 #define IDLE_MS        2000
 #define PRUNE_EVERY_NS (3600 * NS_PER_SEC)
 #define SEEN_KEEP_NS   (48 * 3600 * NS_PER_SEC)      /* longer than EventBridge's 24 h of retries */
-#define LOG_KEEP_NS    (30 * 24 * 3600 * NS_PER_SEC) /* delivery log rows */
+#define LOG_KEEP_NS    (30 * 24 * 3600 * NS_PER_SEC) /* delivery log, finished webhook messages */
 
 struct triggerloop {
     struct store *st;
@@ -151,7 +153,10 @@ static void start(struct triggerloop *l, struct slot *s)
     snprintf(owner, sizeof(owner), "trigger/%s", s->o->trigger_name);
     snprintf(s->key, sizeof(s->key), "%s/%s", s->o->trigger_id, s->o->dedupe_key);
     crypto_sha256_hex(s->key, strlen(s->key), s->hash);
+    /* An admin made the trigger and its template; the object's key and bucket reach the job
+     * only as whole values (trigger/jobtemplate.h). */
     struct jobs_submit_opts o = { .owner = owner,
+                                  .scope = SCOPE_ADMIN,
                                   .idempotency_key = s->key,
                                   .idempotency_hash = s->hash,
                                   .request_id = "trigger" };
@@ -250,14 +255,15 @@ static void confirm_due(struct triggerloop *l)
     if (store_sns_due(l->st, clock_now_ns(), 8, &p, &n, &err) < 0 || n == 0)
         goto out;
     struct httpc_options ho = { .https_only = true, .ca_file = l->ca_file };
-    struct httpc *h = httpc_new(&ho);
+    struct httpc *h = httpc_new(&ho, NULL);
     for (size_t i = 0; i < n; i++) {
         struct httpc_response r;
         httpc_response_init(&r);
         struct err e;
         err_init(&e);
         char arn[256], msg[300];
-        int rc = httpc_get(h, p[i]->subscribe_url, &r, &e);
+        struct httpc_request rq = { .url = p[i]->subscribe_url };
+        int rc = httpc_do(h, &rq, &r, &e);
         bool ok = rc == 0 && r.status >= 200 && r.status < 300;
         subscription_arn(ok ? buf_cstr(&r.body) : "", arn, sizeof(arn));
         if (rc < 0)
@@ -289,7 +295,10 @@ static void prune(struct triggerloop *l, int64_t now)
 {
     struct err err;
     err_init(&err);
-    if (store_triggers_prune(l->st, now - SEEN_KEEP_NS, now - LOG_KEEP_NS, &err) < 0)
+    /* The webhook outbox is pruned here too: its senders (server/outbound/notifier.c) have no
+     * periodic pass of their own, and both logs keep the same 30 days (docs/triggers.md). */
+    if (store_triggers_prune(l->st, now - SEEN_KEEP_NS, now - LOG_KEEP_NS, &err) < 0 ||
+        store_outbox_prune(l->st, now - LOG_KEEP_NS, &err) < 0)
         log_warn("trigger loop: pruning: %s", err.msg);
     err_release(&err);
 }
@@ -358,20 +367,15 @@ void triggerloop_metrics(struct triggerloop *l, struct buf *out)
 {
     int64_t pending = 0;
     store_trigger_objects_pending(l->st, &pending, NULL);
-    buf_printf(out,
-               "# HELP trainyard_trigger_jobs_total Jobs from S3 hook deliveries, by outcome.\n"
-               "# TYPE trainyard_trigger_jobs_total counter\n"
-               "trainyard_trigger_jobs_total{outcome=\"submitted\"} %llu\n"
-               "trainyard_trigger_jobs_total{outcome=\"failed\"} %llu\n"
-               "trainyard_trigger_jobs_total{outcome=\"postponed\"} %llu\n"
-               "# HELP trainyard_trigger_jobs_pending Object versions waiting for their job.\n"
-               "# TYPE trainyard_trigger_jobs_pending gauge\n"
-               "trainyard_trigger_jobs_pending %lld\n"
-               "# HELP trainyard_sns_confirmations_total SNS subscriptions confirmed.\n"
-               "# TYPE trainyard_sns_confirmations_total counter\n"
-               "trainyard_sns_confirmations_total %llu\n",
-               (unsigned long long)atomic_load(&l->submitted),
-               (unsigned long long)atomic_load(&l->failed),
-               (unsigned long long)atomic_load(&l->retried), (long long)pending,
-               (unsigned long long)atomic_load(&l->confirmed));
+    struct prom p;
+    prom_init(&p, out);
+    prom_family(&p, "trainyard_trigger_jobs_total", PROM_COUNTER,
+                "Jobs from S3 hook deliveries, by outcome.");
+    prom_sample(&p, NULL, (double)atomic_load(&l->submitted), "outcome", "submitted", NULL);
+    prom_sample(&p, NULL, (double)atomic_load(&l->failed), "outcome", "failed", NULL);
+    prom_sample(&p, NULL, (double)atomic_load(&l->retried), "outcome", "postponed", NULL);
+    prom_scalar(&p, "trainyard_trigger_jobs_pending", PROM_GAUGE,
+                "Object versions waiting for their job.", (double)pending);
+    prom_scalar(&p, "trainyard_sns_confirmations_total", PROM_COUNTER,
+                "SNS subscriptions confirmed.", (double)atomic_load(&l->confirmed));
 }

@@ -3,7 +3,8 @@
  * version as a pending submission in the same write as its delivery; this loop renders the
  * trigger's template for it and submits the job through jobs_submission_*() (the path POST
  * /v1/jobs takes), then marks the object submitted with its job id. It also confirms SNS
- * subscriptions (GET SubscribeURL) recorded by the handler, and prunes old delivery ids and logs.
+ * subscriptions (GET SubscribeURL) recorded by the handler, and prunes old delivery ids, delivery
+ * logs and finished webhook messages.
  *
  * Exactly once: a job's idempotency key is "<trigger id>/<dedupe key>" under the owner
  * "trigger/<name>", so a submission repeated after kill -9 (job committed, object not yet

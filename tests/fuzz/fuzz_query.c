@@ -3,12 +3,17 @@
  * value as the HTTP layer hands it over (a C string, already URL-decoded):
  *   label selectors (GET /v1/jobs?selector=), rank ranges, durations, quantities, byte sizes,
  *   RFC 3339 times, integers and booleans, and a whole log query ("rank=0-3&since=...&q=...")
- *   through logquery_parse as GET /v1/jobs/{id}/logs sees it.
+ *   through logquery_parse as GET /v1/jobs/{id}/logs sees it. A first byte of 128 or more
+ *   whose remainder by 10 is 0 (200, 210, ...) feeds the bytes, undecoded, to the HTTP layer's
+ *   request-target parser instead.
  */
+#include <strings.h>
+
 #include "api/logquery.h"
 #include "api/selector.h"
 #include "core/clock.h"
 #include "core/parse.h"
+#include "server/http/http_target.h"
 #include "tests/fuzz/fuzz.h"
 
 static int count_range(int64_t lo, int64_t hi, void *ctx)
@@ -24,7 +29,8 @@ static void selector(const char *text)
     size_t n;
     struct err err;
     err_init(&err);
-    if (selector_parse(text, &reqs, &n, &err) == 0) {
+    if (selector_parse(text, 64, &reqs, &n, &err) == 0) {
+        FUZZ_ASSERT(n <= 64);
         for (size_t i = 0; i < n; i++)
             FUZZ_ASSERT(reqs[i].key && (reqs[i].op == LABEL_EXISTS || reqs[i].op == LABEL_ABSENT ||
                                         reqs[i].nvalues > 0));
@@ -135,12 +141,41 @@ static void logquery(char *text, int nranks, enum logq_kind kind)
     response_release(&res);
 }
 
+/* A target as sent: within its limits, a path without control characters and at most
+ * max_params parameters, each key finding its first parameter's value. */
+static void target(const char *raw, size_t len)
+{
+    struct http_target_limits lim = { .max_bytes = 4096, .max_params = 16 };
+    struct http_target t;
+    struct err err;
+    err_init(&err);
+    if (http_target_parse(&t, raw, len, &lim, &err) == 0) {
+        FUZZ_ASSERT(t.path && t.nparams <= lim.max_params);
+        for (const char *p = t.path; *p; p++)
+            FUZZ_ASSERT((unsigned char)*p >= 0x20 && *p != 0x7f);
+        for (size_t i = 0; i < t.nparams; i++) {
+            size_t first = 0;
+            while (strcasecmp(t.keys[first], t.keys[i]) != 0)
+                first++;
+            FUZZ_ASSERT(http_target_query(&t, t.keys[i]) == t.values[first]);
+        }
+        http_target_release(&t);
+    } else {
+        FUZZ_ASSERT(err_is_set(&err) && !t.path && !t.nparams);
+    }
+    err_release(&err);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
         return 0;
-    char *text = fuzz_cstr(data + 1, size - 1);
     unsigned which = data[0] % 10;
+    if (which == 0 && data[0] >= 128) {
+        target((const char *)data + 1, size - 1);
+        return 0;
+    }
+    char *text = fuzz_cstr(data + 1, size - 1);
     if (which == 0)
         selector(text);
     else if (which == 5)

@@ -7,7 +7,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct err err;
     err_init(&err);
-    json_t *doc = yamljson_load((const char *)data, size, default_limits()->max_json_depth, &err);
+    json_t *doc = yamljson_load((const char *)data, size, default_limits()->max_json_depth,
+                                default_limits()->max_body_bytes, &err);
     FUZZ_ASSERT(doc || err_is_set(&err));
     err_release(&err);
     if (doc) {

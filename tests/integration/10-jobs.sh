@@ -79,7 +79,9 @@ check_eq "deadline reason" DeadlineExceeded "$(api GET "/v1/jobs/$id" | jq -r .r
 id=$(submit '{"name":"held","command":["true"],"suspend":true}' | jq -r .id)
 sleep 0.5
 check_eq "suspended job stays queued" queued "$(api GET "/v1/jobs/$id" | jq -r .state)"
-check_eq "resume" 200 "$(status POST "/v1/jobs/$id/resume")"
+r=$(api POST "/v1/jobs/$id/resume")
+check_eq "resume answers the job, no longer suspended" "$id false" "$(echo "$r" | jq -r '"\(.id) \(.suspended)"')"
+check "resume: the answer's reason is not Suspended any more" test "$(echo "$r" | jq -r .reason)" != Suspended
 check "resumed job runs" wait_state "$id" succeeded
 check_eq "resume twice is a conflict" 409 "$(status POST "/v1/jobs/$id/resume")"
 

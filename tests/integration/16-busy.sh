@@ -6,8 +6,7 @@
 # lock is recorded as finished, and every log line written meanwhile is stored.
 source "$(dirname "$0")/lib.sh"
 if ! command -v sqlite3 >/dev/null; then
-    echo "SKIP: the sqlite3 CLI is not installed (apt-get install sqlite3)"
-    exit 0
+    ty_skip "the sqlite3 CLI is not installed (apt-get install sqlite3)"
 fi
 ty_start
 N=500

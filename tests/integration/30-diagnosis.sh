@@ -48,7 +48,31 @@ HF="for i in 1 2 3; do echo \"{'loss': 2.\$i, 'learning_rate': 5e-05, 'epoch': 0
 echo \"{'loss': nan, 'learning_rate': 5e-05, 'epoch': 0.4}\"; exit 1"
 nan=$(job nanloss "$HF")
 
-for id in $tb $cascade $hung $segv $killed $memhog $spot $nan; do
+# A DataLoader worker's KeyError, re-raised by PyTorch in the training process.
+DL='cat >&2 <<EOT
+Traceback (most recent call last):
+  File "/workspace/train.py", line 198, in <module>
+    trainer.train()
+  File "/opt/venv/lib/python3.11/site-packages/torch/_utils.py", line 722, in reraise
+    raise exception
+KeyError: Caught KeyError in DataLoader worker process 3.
+Original Traceback (most recent call last):
+  File "/opt/venv/lib/python3.11/site-packages/torch/utils/data/_utils/fetch.py", line 51, in fetch
+    data = [self.dataset[idx] for idx in possibly_batched_index]
+  File "/workspace/data.py", line 88, in __getitem__
+    text = row["input_text"]
+KeyError: '"'input_text'"'
+EOT
+exit 1'
+dl=$(job dataloader "$DL")
+nocmd=$(submit '{"name":"nocmd","command":["/nonexistent/train.py"]}' | jq -r .id)
+OFI='echo "gpu-a-02:4242:4400 [0] NCCL WARN NET/OFI Request 0x7f8b0c0f2b38 completed with error. RC: 5. Error: 5 (Input/output error). Completed length: 0" >&2; exit 1'
+ofi=$(job ofi "$OFI")
+# Every rank times out at the same collective: the logs blame none of them.
+ALL="echo \"[E501 12:10:01.123 ProcessGroupNCCL.cpp:616] [Rank \$RANK] $WD\" >&2; sleep 2; exit 6"
+alike=$(job alike "$ALL" '"procs_per_node":2')
+
+for id in $tb $cascade $hung $segv $killed $memhog $spot $nan $dl $nocmd $ofi $alike; do
     check "job $id ended" wait_end "$id"
 done
 
@@ -80,6 +104,19 @@ check_eq "cascade: NCCL timeouts are consequences of ranks 0 and 2" "0,2" "$(ech
 oomseq=$(echo "$d" | jq '.summary.evidence[0]')
 check "cascade: evidence is the OOM line" grep -q "CUDA out of memory" <<<"$(line_at "$cascade" "$oomseq")"
 check_eq "cascade: the evidence is in rank 1's log" 1 "$(api GET "/v1/jobs/$cascade/logs?after=$((oomseq - 1))&limit=1&format=ndjson" | jq .rank)"
+
+check_eq "cascade: the first failure's ending is rank 1's own, not rank 0's" "$(echo "$j" | jq -c '[.ranks[1].exit_code, .ranks[1].signal]')" "$(echo "$j" | jq -c '[.first_failure.exit_code, .first_failure.signal]')"
+
+j=$(api GET "/v1/jobs/$dl")
+check "dataloader: the original KeyError at data.py:88, not the re-raise" grep -q "KeyError: 'input_text' (data.py:88 in __getitem__)" <<<"$(echo "$j" | jq -r .message)"
+check_eq "dataloader: the wrapper kept as context" "Caught KeyError in DataLoader worker process 3." "$(api GET "/v1/jobs/$dl/diagnosis" | jq -r '.summary as $s | [.findings[] | select(.exception)][0].exception.context')"
+j=$(api GET "/v1/jobs/$nocmd")
+check_eq "missing command: the job's reason" "failed CommandNotFound" "$(echo "$j" | jq -r '"\(.state) \(.reason)"')"
+check "missing command: the message says so" grep -q "command was not found" <<<"$(echo "$j" | jq -r .message)"
+check_eq "NET/OFI warning: an NCCL error, not context" "nccl_error consequence" "$(api GET "/v1/jobs/$ofi/diagnosis" | jq -r '[.findings[] | select(.pattern=="nccl_ofi_warn")][0] | "\(.kind) \(.role)"')"
+j=$(api GET "/v1/jobs/$alike")
+check_eq "every rank timed out: no rank blamed, nor its ending" "NCCLTimeout null null null" "$(echo "$j" | jq -r '"\(.reason) \(.first_failure.rank) \(.first_failure.exit_code) \(.first_failure.signal)"')"
+check "every rank timed out: the message says so" grep -q "timed out on all 2 ranks alike" <<<"$(echo "$j" | jq -r .message)"
 
 # NCCL timeouts everywhere but on rank 2: rank 2 is named.
 j=$(api GET "/v1/jobs/$hung")

@@ -32,9 +32,11 @@ check "running: loss" test "$(echo "$p" | jq '.loss >= 1 and .loss < 3')" = true
 check_eq "running: throughput from tqdm" "10 it/s" "$(echo "$p" | jq -r '"\(.throughput) \(.throughput_unit)"')"
 check "running: ETA" test "$(echo "$p" | jq '.eta_seconds > 0')" = true
 check_eq "running: not stalled" false "$(echo "$j" | jq .stalled)"
+check_eq "running: the format is the framework's, not its tqdm bar's" hf "$(echo "$p" | jq -r .format)"
+check "running: the epoch of the last dict" test "$(echo "$p" | jq '.epoch > 0 and .epoch < 1')" = true
 m=$(api GET /metrics)
 check "per-job step in /metrics" grep -q "^trainyard_job_step{job_id=\"$id\",job_name=\"hf\"} [0-9]" <<<"$m"
-check "per-job loss in /metrics" grep -q "^trainyard_job_loss{job_id=\"$id\",job_name=\"hf\"} [12]\." <<<"$m"
+check "per-job loss in /metrics" grep -qE "^trainyard_job_loss\{job_id=\"$id\",job_name=\"hf\"\} [12](\.[0-9]+)?$" <<<"$m"
 check "per-job throughput in /metrics" grep -q "^trainyard_job_throughput{job_id=\"$id\",job_name=\"hf\",unit=\"it/s\"} 10" <<<"$m"
 list=$(api GET "/v1/jobs?name=hf")
 check "progress in the job list" test "$(echo "$list" | jq '.items[0].progress.step >= 10')" = true
@@ -43,7 +45,15 @@ check "finishes" wait_state "$id" succeeded
 j=$(api GET "/v1/jobs/$id")
 check_eq "finished: last step" 40 "$(echo "$j" | jq .progress.step)"
 check_eq "finished: flag" true "$(echo "$j" | jq .progress.finished)"
+check_eq "finished: no time left" 0 "$(echo "$j" | jq .progress.eta_seconds)"
+check_eq "finished: the last loss printed (1.00 or 1.01), not the summary's mean train_loss" true "$(echo "$j" | jq '.progress.loss < 1.1')"
 check "per-job series leave /metrics with the job" test -z "$(api GET /metrics | grep "job_id=\"$id\"")"
+
+# A job that ends before its bar does (fewer epochs than planned, an early stop) has succeeded:
+# finished, nothing left to wait for.
+early=$(job early 'printf " 50%%|#####     | 20/40 [00:02<00:02, 10.00it/s]\n" >&2; sleep 0.5')
+check "early stop succeeds" wait_state "$early" succeeded
+check_eq "early stop: finished, no ETA" "true 0" "$(api GET "/v1/jobs/$early" | jq -r '"\(.progress.finished) \(.progress.eta_seconds)"')"
 
 # The series.
 all=$(api GET "/v1/jobs/$id/metrics")

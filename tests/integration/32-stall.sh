@@ -23,6 +23,11 @@ for i in $(seq 1 12); do echo "NCCL WARN Net : Connection retry $i"; sleep 0.5; 
 for i in 11 12 13; do echo "step=$i loss=1.$i"; sleep 0.2; done; sleep 5'
 hang=$(job hang "$HANG" '"health":{"stall_after_seconds":2}')
 cancel=$(job cancel 'for i in $(seq 1 10); do echo "step=$i loss=2.$i"; sleep 0.2; done; echo "waiting for the data loader"; sleep 60' '"health":{"stall_after_seconds":2,"on_stall":"cancel"}')
+# Two ranks step together; then rank 1 goes silent in its data loader while rank 0 retries NCCL.
+QUIET='for i in $(seq 1 10); do echo "step=$i loss=2.$i"; sleep 0.2; done
+if [ "$RANK" = 1 ]; then echo "fetching batch 11"; sleep 60; fi
+for i in $(seq 1 120); do echo "NCCL WARN Net : Connection retry $i"; sleep 0.5; done'
+silent=$(job silent "$QUIET" '"procs_per_node":2,"health":{"stall_after_seconds":2}')
 quiet=$(job quiet 'echo "compiling the model"; sleep 60' '"health":{"stall_after_seconds":2,"startup_seconds":2}')
 STRAG='for i in $(seq 1 30); do
   t=0.10; [ $RANK = 2 ] && t=0.45
@@ -48,6 +53,14 @@ check "hang: progress resumes" first_true "$hang" '.stalled == false' 15
 check "hang: progressing event" grep -q progressing <<<"$(api GET "/v1/jobs/$hang/events" | jq -r '.items[].type')"
 check_eq "hang: still running" running "$(api GET "/v1/jobs/$hang" | jq -r .state)"
 check "hang: the stall is a finding" grep -q hang <<<"$(api GET "/v1/jobs/$hang/diagnosis" | jq -r '.findings[].kind')"
+
+# The stalled job's reason and message name the rank that went quiet and its last line.
+check "silent: flagged stalled" first_true "$silent" .stalled 15
+j=$(api GET "/v1/jobs/$silent")
+check_eq "silent: reason while stalled" "running Stalled" "$(echo "$j" | jq -r '"\(.state) \(.reason)"')"
+check "silent: message names rank 1 and its last line" grep -q 'rank 1 went quiet: its last line, at [0-9:]*Z, was "fetching batch 11"' <<<"$(echo "$j" | jq -r .message)"
+check_eq "silent: the quiet rank in /health" 1 "$(api GET "/v1/jobs/$silent/health" | jq -r '.stall.quiet | map(tostring) | join(",")')"
+api POST "/v1/jobs/$silent/cancel" >/dev/null
 
 # on_stall cancel: stopped, failed as Stalled.
 check "cancel: fails" wait_state "$cancel" failed 20

@@ -24,7 +24,8 @@ xid=$(job xid "$(first_fails "$XID")" '"restart":{"policy":"on_failure","max_res
 xid_stay=$(job xidstay "$(first_fails "$XID")" '"restart":{"policy":"on_failure","max_restarts":1,"avoid_failed_nodes":false}')
 spot=$(job spot "$(first_fails "$SPOT" 'kill -TERM $$')" '"restart":{"policy":"on_failure"}')
 spot_spent=$(job spotspent "$(first_fails "$SPOT" 'kill -TERM $$')" '"restart":{"policy":"on_failure","max_preemptions":0}')
-for id in $nccl $oom $oom_asked $xid $xid_stay $spot $spot_spent; do
+listed=$(job listed 'exit 42' '"restart":{"policy":"exit_code","exit_codes":[42],"max_restarts":0}')
+for id in $nccl $oom $oom_asked $xid $xid_stay $spot $spot_spent $listed; do
     check "job $id ended" wait_end "$id"
 done
 
@@ -40,6 +41,9 @@ wait_logs_complete "$nccl"
 logs=$(api GET "/v1/jobs/$nccl/logs")
 check "nccl: restart count in the environment" grep -q "attempt=1 ckpt=$WORK/ckpt" <<<"$logs"
 check "nccl: decision in the timeline" grep -q "nccl: restart 1 of 2" <<<"$(api GET "/v1/jobs/$nccl/events" | jq -r '.items[] | select(.type=="restart_decision") | .message')"
+
+# exit_code policy with its budget spent: 42 is in the list, only the restarts are used up.
+check_eq "exit_code: says 42 is listed and the budget spent" "exit code 42 is in restart.exit_codes (restarts used up)" "$(api GET "/v1/jobs/$listed/diagnosis" | jq -r .decision.reason)"
 
 # CUDA OOM: deterministic; on_failure does not restart it, `on` can.
 j=$(api GET "/v1/jobs/$oom")
@@ -74,7 +78,8 @@ check_eq "mark: bad state" 422 "$(status POST /v1/nodes/localhost/mark -H 'Conte
 check_eq "mark: admin sets bad" bad "$(api POST /v1/nodes/localhost/mark -H 'Content-Type: application/json' -d '{"state":"bad","reason":"Replace","message":"fan failure"}' | jq -r .state)"
 check "mark: listed by GET /v1/nodes without a cluster" jq -e '.items==[.items[]|select(.name=="localhost" and .marked and .mark.state=="bad" and .mark.message=="fan failure")] and (.items|length==1)' <<<"$(api GET /v1/nodes)"
 check_eq "mark: admin removes" 204 "$(status DELETE /v1/nodes/localhost/mark)"
-check_eq "mark: no longer listed" 0 "$(api GET /v1/nodes | jq '.items|length')"
+check_eq "mark: the local machine is still listed, no longer marked" "localhost false" \
+    "$(api GET /v1/nodes | jq -r '.items[] | "\(.name) \(.marked)"')"
 check_eq "mark: gone" 404 "$(status GET /v1/nodes/localhost/mark)"
 check "mark: audited" grep -q "node.unmark" <<<"$(api GET '/v1/audit?target=node/localhost' | jq -r '.items[].action')"
 ty_done

@@ -9,15 +9,15 @@ ty_start
 
 W="$TY_BUILD/trainyard-worker"
 # Each rank writes the token it was given, then waits.
-a=$(job tokens "echo \"\$TRAINYARD_TOKEN\" > $WORK/tok.\$RANK; sleep 30" '"procs_per_node":2')
-b=$(job other "echo \"\$TRAINYARD_TOKEN\" > $WORK/other.tok; sleep 30")
+a=$(job tokens 'echo "$TRAINYARD_TOKEN" > $TRAINYARD_CHECKPOINT_DIR/tok.$RANK; sleep 30' '"procs_per_node":2')
+b=$(job other 'echo "$TRAINYARD_TOKEN" > $TRAINYARD_CHECKPOINT_DIR/tok; sleep 30')
 for _ in $(seq 1 100); do
-    [ -s "$WORK/tok.0" ] && [ -s "$WORK/tok.1" ] && [ -s "$WORK/other.tok" ] && break
+    [ -s "$(ckpt "$a")/tok.0" ] && [ -s "$(ckpt "$a")/tok.1" ] && [ -s "$(ckpt "$b")/tok" ] && break
     sleep 0.1
 done
-tok=$(cat "$WORK/tok.0")
+tok=$(cat "$(ckpt "$a")/tok.0")
 check "ranks get a worker token" test -n "$tok"
-check_eq "both ranks get the same job token" "$tok" "$(cat "$WORK/tok.1")"
+check_eq "both ranks get the same job token" "$tok" "$(cat "$(ckpt "$a")/tok.1")"
 as() { # as TOKEN METHOD PATH [curl args]: status only
     local t=$1 m=$2 p=$3
     shift 3
@@ -42,7 +42,7 @@ check_eq "health: alive" "true true" "$(echo "$h" | jq -r '[.ranks[].alive] | ma
 check_eq "health: ok" ok "$(echo "$h" | jq -r .status)"
 
 # Scopes: the worker token reaches only its own job's worker routes.
-other=$(cat "$WORK/other.tok")
+other=$(cat "$(ckpt "$b")/tok")
 check_eq "other job's token: 403" 403 "$(as "$other" POST "/v1/jobs/$a/ranks/0/heartbeat" -d '{}')"
 check_eq "worker token cannot read jobs" 403 "$(as "$tok" GET /v1/jobs)"
 check_eq "worker token cannot read its own job" 403 "$(as "$tok" GET "/v1/jobs/$a")"

@@ -115,7 +115,13 @@ if grep -q "mnist-master-0 .*ContainerCreating" <<<"$w" && grep -q "mnist-master
 else
     fail "get pods -w transitions" "$w"
 fi
-out=$("${K[@]}" get pytorchjob mnist -o jsonpath='{range .status.conditions[*]}{.type}={.status} {end}{.status.replicaStatuses.Worker.succeeded}' 2>&1)
+# The job succeeds with its master; the workers' count follows as their pods complete.
+conds() { "${K[@]}" get pytorchjob mnist -o jsonpath='{range .status.conditions[*]}{.type}={.status} {end}{.status.replicaStatuses.Worker.succeeded}' 2>&1; }
+for _ in $(seq 1 100); do
+    out=$(conds)
+    [ "$out" = "Created=True Running=False Succeeded=True 2" ] && break
+    sleep 0.1
+done
 [ "$out" = "Created=True Running=False Succeeded=True 2" ] && ok "job conditions and replicaStatuses" || fail "job conditions" "$out"
 
 node=$("${K[@]}" get pod mnist-worker-0 -o jsonpath='{.spec.nodeName}')

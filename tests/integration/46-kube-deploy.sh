@@ -63,12 +63,12 @@ done
 
 # ---- what the daemon asks of the API server, as deploy/'s ServiceAccount under RBAC
 check "the daemon's kubeconfig is the ServiceAccount's token" grep -q 'user: trainyard' "$KC"
-ty_start --executor kubernetes --kubeconfig "$KC" --namespace trainyard
+ty_start --executor kubernetes --kubeconfig "$KC" --namespace trainyard-jobs
 a=$(submit_id '{"name":"a","image":"x","nodes":2}')
 b=$(submit_id '{"name":"b","image":"x","nodes":2,"kubernetes":{"kind":"TrainJob"}}')
 c=$(submit_id '{"name":"c","image":"x","nodes":2,"kubernetes":{"annotations":{"testserver.trainyard.io/rank-exit-codes":"1=3","testserver.trainyard.io/run-forever":"true"}}}')
 d=$(submit_id '{"name":"d","image":"x","nodes":1,"kubernetes":{"annotations":{"testserver.trainyard.io/run-forever":"true"}}}')
-eventually "the jobs ran in the trainyard namespace" 60 bash -c "for j in $a $b; do curl -s -H 'Authorization: Bearer $TOKEN' $URL/v1/jobs/\$j | jq -e '.state==\"succeeded\"' || exit 1; done"
+eventually "the jobs ran in the trainyard-jobs namespace" 60 bash -c "for j in $a $b; do curl -s -H 'Authorization: Bearer $TOKEN' $URL/v1/jobs/\$j | jq -e '.state==\"succeeded\"' || exit 1; done"
 eventually "the failing one failed" 60 state_is "$c" failed
 eventually "the long one runs" 30 state_is "$d" running
 api POST "/v1/jobs/$d/cancel" >/dev/null

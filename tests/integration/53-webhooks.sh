@@ -7,7 +7,7 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/hooklib.sh"
 receiver_start
-ty_start --webhook-retry-base 300ms --webhook-retry-max 2s --webhook-timeout 1s \
+ty_start --webhook-allow-local --webhook-retry-base 300ms --webhook-retry-max 2s --webhook-timeout 1s \
     --webhook-attempts 8 --webhook-workers 4
 json() { api "$@" -H 'Content-Type: application/json'; }
 jqtest() { jq -e "$2" <<<"$1" >/dev/null; }
@@ -56,7 +56,7 @@ check_eq "in order" job.accepted,job.started,job.succeeded "$(types "$a")"
 m=$(received "select((.body | fromjson | .data.id) == \"$a\")" | tail -1 | jq -r .body)
 check_eq "payload links the job in the web page" "$URL/#/jobs/$a succeeded" "$(echo "$m" | jq -r '"\(.data.url) \(.data.state)"')"
 r=$(api POST /v1/jobs -H 'Content-Type: application/json' -d "{\"name\": \"r\", \"restart\": {\"policy\": \"on_failure\", \"max_restarts\": 1},
-  \"command\": [\"sh\", \"-c\", \"test -f $WORK/ran || { touch $WORK/ran; exit 3; }\"]}" | jq -r .id)
+  \"command\": [\"sh\", \"-c\", \"test -f \$TRAINYARD_CHECKPOINT_DIR/ran || { touch \$TRAINYARD_CHECKPOINT_DIR/ran; exit 3; }\"]}" | jq -r .id)
 check "restarted job succeeded" wait_state "$r" succeeded 30
 check "restart messages" wait_received 5 ".path == \"/w1\" and (.body | fromjson | .data.id) == \"$r\""
 check_eq "restart announced" job.accepted,job.started,job.restarted,job.started,job.succeeded "$(types "$r")"

@@ -8,7 +8,7 @@
 #    (a message in flight at the kill may be sent again, with its webhook-id: at least once).
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/hooklib.sh"
-ty_start --trigger-submit-paused
+ty_start --trigger-submit-paused --webhook-allow-local
 make_template ingest
 T=$(make_trigger '{"name": "t", "template": "ingest", "rule": {"bucket": "datasets"}, "auth": {"mode": "hmac"}}')
 ID=$(echo "$T" | jq -r .id)
@@ -19,7 +19,7 @@ check_eq "hook answered 2xx" "200 accepted 1" "$(hook_hmac "$ID" "$SECRET" "$FIX
 check_eq "submission pending" pending "$(api GET /v1/triggers/t/deliveries | jq -r '.items[0].events[0].submission')"
 check_eq "no job yet" 0 "$(trigger_jobs t | wc -l)"
 ty_kill9
-ty_restart --log-level info
+ty_restart --webhook-allow-local --log-level info
 check "job created after restart" wait_jobs t 1
 check "restart found the pending submission" grep -q "pending from before" "$WORK/daemon.err"
 check_eq "resent after restart: duplicate" duplicate "$(hook_hmac "$ID" "$SECRET" "$FIX/s3-put.json" msg_d1 >/dev/null; jq -r .outcome "$WORK/hook.out")"
@@ -47,7 +47,7 @@ export URL ID
 codes=$(tr '\n' '\0' <"$WORK/burst.tsv" | xargs -0 -P 8 -I{} bash -c 'post_one "$1"' _ {} | sort | uniq -c | tr -s ' ')
 ty_kill9
 check_eq "every delivery answered 200" "$N 200" "${codes# }"
-ty_restart --log-level info
+ty_restart --webhook-allow-local --log-level info
 check "one job per object after restart" wait_jobs t $((N + 1)) 30
 echo "note: submissions pending at the kill: $(grep 'pending from before' "$WORK/daemon.err" | tail -1 | grep -o 'loop: [0-9]*' || echo 'loop: 0')"
 sleep 1
@@ -71,7 +71,7 @@ first=$(received "select(.status == 503 and $of_j) | .id" | head -1 | tr -d '"')
 check "a failed attempt before the kill" test -n "$first"
 ty_kill9
 receiver_mode ok
-ty_restart --log-level info --webhook-retry-base 200ms
+ty_restart --webhook-allow-local --log-level info --webhook-retry-base 200ms
 ok_for() { received "select(.status == 200 and (.body | fromjson | .data.id) == \"$1\") | .body | fromjson | .type" | tr -d '"' | paste -sd, -; }
 for _ in $(seq 1 150); do
     [ "$(ok_for "$j")" = job.accepted,job.started,job.succeeded ] && break
@@ -81,7 +81,7 @@ check_eq "delivered after restart, in order" job.accepted,job.started,job.succee
 check_eq "same webhook-id as before the kill" "$first" "$(received "select(.status == 200 and (.body | fromjson | .data.id) == \"$j\") | .id" | head -1 | tr -d '"')"
 k=$(api POST /v1/jobs -H 'Content-Type: application/json' -d '{"name": "k", "command": ["true"]}' | jq -r .id)
 ty_kill9
-ty_restart --log-level info
+ty_restart --webhook-allow-local --log-level info
 # Whatever the job went through across the kill, each event of its timeline becomes one message.
 for _ in $(seq 1 300); do
     case $(api GET "/v1/jobs/$k" | jq -r .state) in succeeded | failed | cancelled) break ;; esac

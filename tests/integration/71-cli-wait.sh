@@ -20,6 +20,11 @@ check_eq "failed: exit 1" 1 $?
 check "result names the failure (reason from the diagnosis)" grep -q "failed.*Failed.*rank 2" <<<"$out"
 check "first failing rank in the output" grep -q "first failure: rank 2 (exit code 3)" <<<"$out"
 check "points at its log" grep -q "trainyard logs [a-z0-9]* --rank 2" <<<"$out"
+# A job that fails after a while: its failure is in the past when the wait ends, and a plain
+# exit code says nothing about whether a restart helps.
+out=$(ty submit - --wait 2>&1 <<<'{"name":"late","command":["sh","-c","sleep 6; exit 5"]}')
+check "the failure is in the past, not \"in 6s\"" grep -q "first failure: rank 0 (exit code 5) on node localhost, \(just now\|[0-9]*s ago\)" <<<"$out"
+check "a plain exit 5 is not called hopeless" test -z "$(grep "will not help" <<<"$out")"
 json=$(ty submit - --wait -o json <<<"$FAIL")
 check_eq "failed, -o json: exit 1" 1 $?
 check "json result: one document with job, diagnosis and status" jq -e '.result == "failed" and .exit_status == 1 and .job.state == "failed" and .job.first_failure.rank == 2 and .diagnosis.summary.rank == 2' <<<"$json"
@@ -45,6 +50,7 @@ check "cancel exits 0" ty cancel "$id"
 wait $waiter
 check_eq "cancelled: exit 3" 3 $?
 check "wait says cancelled" grep -q "cancelled" "$WORK/w.out"
+check "a cancel someone asked for gets no diagnosis block" test -z "$(grep -E "first failure|cause:|diagnosis:" "$WORK/w.out")"
 check "cancel -o json of a cancelled job is a JSON problem (409)" jq -e '.status == 409' <<<"$(ty cancel "$id" -o json 2>/dev/null)"
 
 # A queued job cancelled before it starts.

@@ -8,8 +8,7 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/hooklib.sh"
 if ! command -v valgrind >/dev/null; then
-    echo "SKIP: valgrind is not installed (apt-get install valgrind)"
-    exit 0
+    ty_skip "valgrind is not installed (apt-get install valgrind)"
 fi
 VG_BUILD="$TY_BUILD/valgrind-build"
 if ! { cmake -S "$TY_SRC" -B "$VG_BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTY_SANITIZE=OFF \

@@ -41,7 +41,7 @@ kube_cleanup() {
 trap kube_cleanup EXIT
 
 # cluster_start [kubesim flags]: the real control plane in $WORK/cluster, kubesim in front of
-# it, and the namespace the daemon's ServiceAccount may run jobs in (trainyard, deploy/).
+# it, and the namespace the daemon's ServiceAccount may run jobs in (trainyard-jobs, deploy/).
 cluster_start() {
     KCLUSTER=$WORK/cluster
     if ! "$TY_SRC/tests/kube/cluster/up.sh" "$KCLUSTER" 2>"$WORK/cluster-up.err"; then
@@ -54,7 +54,7 @@ cluster_start() {
     KURL=$KUBE_SERVER
     KC=$KUBE_DAEMON
     KADMIN=$KUBE_ADMIN
-    KNS=trainyard
+    KNS=trainyard-jobs
     KCURL=(--cacert "$KUBE_PKI/ca.crt" -H "Authorization: Bearer $KUBE_ADMIN_TOKEN")
     sim_start "$@"
 }

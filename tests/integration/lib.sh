@@ -7,6 +7,7 @@
 #   check "what" test-command...       # counts a pass or a failure
 #   eventually "what" SECONDS cmd...   # retries every 0.2 s, then counts a pass or a failure
 #   ty_done                            # prints the summary, exits 0 or 1
+#   ty_skip "why"                      # the test cannot run here: exits 77, a skip to ctest
 set -u
 TY_BUILD=${TY_BUILD:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../../build" && pwd)}
 TY_SRC=${TY_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
@@ -75,6 +76,13 @@ sanitizer_clean() {
     ! grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$WORK/daemon.err" 2>/dev/null
 }
 
+# A test that cannot run here says why and exits 77, which ctest (SKIP_RETURN_CODE) shows as
+# a skip: exiting 0 would show a test that checked nothing as passed.
+ty_skip() {
+    echo "SKIP: $*"
+    exit 77
+}
+
 ty_done() {
     ty_stop
     if ! sanitizer_clean; then
@@ -95,8 +103,10 @@ ty_start() {
     [ $# -gt 0 ] && TY_FLAGS=("$@")
     DATA=${DATA:-$WORK/data}
     TOKEN=${TOKEN:-ty_testadmintoken0123456789abcdefghij}
+    # Restarts wait 1 s, not the daemon's 10 s: every restart test would take that much longer
+    # (38-recovery.sh tests the backoff itself).
     TRAINYARD_ADMIN_TOKEN=$TOKEN "${TY_WRAP[@]}" "$TRAINYARD" serve --listen 127.0.0.1:${PORT:-0} \
-        --data-dir "$DATA" --local-slots 8 --stop-grace 2s "${TY_FLAGS[@]}" \
+        --data-dir "$DATA" --local-slots 8 --stop-grace 2s --restart-backoff 1s "${TY_FLAGS[@]}" \
         >"$WORK/daemon.out" 2>>"$WORK/daemon.err" &
     PID=$!
     for _ in $(seq 1 $((${#TY_WRAP[@]} ? 1200 : 200))); do
@@ -161,6 +171,13 @@ wait_state() {
 # job NAME SCRIPT [EXTRA_JSON_MEMBERS]: submits `sh -c SCRIPT`; prints the id.
 job() {
     submit "{\"name\":\"$1\",\"command\":[\"sh\",\"-c\",$(jq -Rn --arg s "$2" '$s')]${3:+,$3}}" | jq -r .id
+}
+
+# ckpt ID: the job's own checkpoint directory. Ranks run sandboxed (a private /tmp, the rest
+# of the file system read-only), so a test and its jobs exchange files there: the job through
+# $TRAINYARD_CHECKPOINT_DIR, the test through this path.
+ckpt() {
+    echo "$DATA/jobs/$1/checkpoints"
 }
 
 # wait_end ID: waits (30 s at most) until the job ended.

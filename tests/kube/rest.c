@@ -62,7 +62,7 @@ static json_t *decode_body(struct request *req, struct err *err)
     if (!req->body_len)
         return status_set(err, ERR_INVALID, "BadRequest", "the body of the request was empty"),
                NULL;
-    json_t *v = ct && strstr(ct, "yaml") ? yamljson_load(req->body, req->body_len, 64, err)
+    json_t *v = ct && strstr(ct, "yaml") ? yamljson_load(req->body, req->body_len, 64, 1 << 24, err)
                                          : jsonx_loadb(req->body, req->body_len, 64, err);
     if (v && !json_is_object(v) && !json_is_array(v)) {
         json_decref(v);

@@ -1,7 +1,6 @@
-/* test_cli_out: the CLI's tables, relative times, problem rendering, exit statuses, retry
- * delays and SSE parsing (server/cli/cli_out.c, cli_wait.c, cli_http.c, cli_sse.c). */
+/* test_cli_out: the CLI's tables, relative times, problem rendering, exit statuses and SSE
+ * parsing (server/cli/cli_out.c, cli_wait.c, cli_sse.c). Its HTTP client: test_httpc.c. */
 #include "server/cli/cli.h"
-#include "server/cli/cli_http.h"
 #include "server/cli/cli_out.h"
 #include "server/cli/cli_sse.h"
 #include "core/clock.h"
@@ -77,6 +76,7 @@ static void times(void)
     CHECK_STR(rel(86400 * 4 + 7200), "4d2h ago");
     CHECK_STR(rel(86400 * 40 + 7200), "40d ago");
     CHECK_STR(rel(-30), "in 30s");
+    CHECK_STR(rel(-3), "just now"); /* the daemon's clock a little ahead, not the future */
     CHECK_STR(dur(850 * NS_PER_MS), "850ms");
     CHECK_STR(dur(80 * NS_PER_SEC), "1m20s");
     CHECK_STR(dur(-5), "0ms");
@@ -86,6 +86,17 @@ static void times(void)
     cli_reltime_str(&b, "2026-11-22T03:00:00Z", 1795316400LL * NS_PER_SEC + 90 * NS_PER_SEC);
     CHECK_STR(buf_cstr(&b), "--1m30s ago");
     buf_release(&b);
+}
+
+/* The cause line says what a restart can do only as far as the diagnosis knows it. */
+static void restart_words(void)
+{
+    CHECK_STR(cli_restart_words("retryable", "nccl_timeout"), "a restart may help");
+    CHECK(strstr(cli_restart_words("deterministic", "cuda_oom"), "will not help") != NULL);
+    /* a plain exit 5, a hang: nobody knows; "will not help" would be a guess */
+    CHECK(strstr(cli_restart_words("unknown", "exit"), "will not") == NULL);
+    CHECK(strstr(cli_restart_words("unknown", "hang"), "may help if the hang was transient"));
+    CHECK(cli_restart_words(NULL, "exit") == NULL);
 }
 
 static void problems(void)
@@ -140,34 +151,6 @@ static void exit_statuses(void)
     /* Distinct statuses, as documented. */
     CHECK(CLI_FAILED != CLI_CANCELLED && CLI_STALLED != CLI_PREEMPTED && CLI_LOST != CLI_API &&
           CLI_TIMEOUT != CLI_LOST && CLI_USAGE == 2);
-}
-
-static void retries(void)
-{
-    /* Exponential with equal jitter: within [d/2, d] for d = 200ms * 2^n, capped at 5 s. */
-    CHECK_INT(cli_backoff_ms(0, 0, -1), 100);
-    CHECK_INT(cli_backoff_ms(0, 100, -1), 200);
-    CHECK_INT(cli_backoff_ms(3, 0, -1), 800);
-    CHECK_INT(cli_backoff_ms(3, 800, -1), 1600);
-    CHECK_INT(cli_backoff_ms(30, 0, -1), 2500);
-    CHECK_INT(cli_backoff_ms(30, 2500, -1), 5000);
-    for (uint64_t r = 0; r < 10000; r += 37) {
-        int64_t d = cli_backoff_ms(2, r, -1);
-        CHECK(d >= 400 && d <= 800);
-    }
-    /* Retry-After wins when longer, not when shorter. */
-    CHECK_INT(cli_backoff_ms(0, 0, 3000), 3000);
-    CHECK_INT(cli_backoff_ms(5, 0, 10), 2500);
-    CHECK_INT(cli_retry_after_ms("7", 0), 7000);
-    CHECK_INT(cli_retry_after_ms("Wed, 21 Oct 2015 07:28:10 GMT", 1445412480), 10000);
-    CHECK_INT(cli_retry_after_ms("Wed, 21 Oct 2015 07:28:00 GMT", 1445412490), 0);
-    CHECK_INT(cli_retry_after_ms("soon", 0), -1);
-    CHECK(cli_status_retryable(429) && cli_status_retryable(500) && cli_status_retryable(503));
-    CHECK(!cli_status_retryable(501) && !cli_status_retryable(404) && !cli_status_retryable(409));
-    struct buf b = BUF_INIT;
-    cli_http_escape(&b, "a b/c?d=é");
-    CHECK_STR(buf_cstr(&b), "a%20b%2Fc%3Fd%3D%C3%A9");
-    buf_release(&b);
 }
 
 struct events {
@@ -233,11 +216,11 @@ static void sse(void)
 
 int main(void)
 {
+    restart_words();
     tables();
     times();
     problems();
     exit_statuses();
-    retries();
     sse();
     return check_done();
 }

@@ -1,6 +1,8 @@
 /* Unit tests of core: err, buf, clock, parse, utf8, jsonx, yamljson, crypto, sortid,
  * logrec. */
+#include <math.h>
 #include <pthread.h>
+#include <unistd.h>
 
 #include "tests/unit/check.h"
 
@@ -9,6 +11,7 @@
 #include "core/crypto.h"
 #include "core/err.h"
 #include "core/jsonx.h"
+#include "core/log.h"
 #include "store/logmatch.h"
 #include "server/ingest/logrec.h"
 #include "core/parse.h"
@@ -264,8 +267,6 @@ static void test_jsonx_dump_matches_jansson(void)
         "9223372036854775807",
         "1.5",
         "-0.0",
-        "1e300",
-        "3.0e-7",
         "true",
         "false",
         "null",
@@ -287,9 +288,43 @@ static void test_jsonx_dump_matches_jansson(void)
     }
 }
 
+/* Reals read back as the same double with the fewest digits: what a log printed comes back. */
+static void test_jsonx_real_shortest(void)
+{
+    static const struct {
+        double v;
+        const char *want;
+    } cases[] = {
+        { 10.4461, "10.4461" },
+        { 0.1, "0.1" },
+        { 5e-05, "5e-5" },
+        { 1e300, "1e300" },
+        { 3.0e-7, "3e-7" },
+        { 2.0, "2.0" },
+        { -0.0, "-0.0" },
+        { 1.5, "1.5" },
+        { 1e21, "1e21" },
+        { 123456789.0, "123456789.0" },
+        { 0.30000000000000004, "0.30000000000000004" },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        json_t *v = json_real(cases[i].v);
+        char *s = jsonx_dumps(v);
+        CHECK_STR(s, cases[i].want);
+        CHECK(strtod(s, NULL) == cases[i].v);
+        free(s);
+        json_decref(v);
+    }
+    struct buf b = BUF_INIT;
+    jsonx_put_real(&b, NAN);
+    CHECK_STR(buf_cstr(&b), "null");
+    buf_release(&b);
+}
+
 static void test_jsonx(void)
 {
     test_jsonx_dump_matches_jansson();
+    test_jsonx_real_shortest();
     test_jsonx_parse();
     struct err err;
     err_init(&err);
@@ -308,6 +343,43 @@ static void test_jsonx(void)
     buf_release(&p);
 }
 
+/* Issue 17: one big anchor and many aliases to it made a 112 KB body a 400 MB spec; aliases
+ * now count the bytes and the depth of what they expand to. */
+static void test_yamljson_expansion(void)
+{
+    struct err err;
+    err_init(&err);
+    struct buf y = BUF_INIT;
+    buf_puts(&y, "big: &big \"");
+    for (int i = 0; i < 10000; i++)
+        buf_putc(&y, 'x');
+    buf_puts(&y, "\"\nmany:\n");
+    for (int i = 0; i < 200; i++)
+        buf_puts(&y, "  - *big\n");
+    /* 10 KB of text, 2 MB once expanded: over a 1 MiB budget, within a 4 MiB one. */
+    CHECK(yamljson_load(y.data, y.len, 32, 1 << 20, &err) == NULL);
+    CHECK_INT(err.code, ERR_TOO_LARGE);
+    CHECK_STR(err.reason, "max_bytes");
+    err_release(&err);
+    json_t *v = yamljson_load(y.data, y.len, 32, 4 << 20, &err);
+    CHECK(v && json_array_size(json_object_get(v, "many")) == 200);
+    json_decref(v);
+    err_release(&err);
+    CHECK(yamljson_load(y.data, y.len, 32, y.len - 1, &err) == NULL); /* the text alone */
+    CHECK_INT(err.code, ERR_TOO_LARGE);
+    err_release(&err);
+    buf_release(&y);
+    /* Depth: 3 levels anchored, aliased 3 levels down, is 6 deep (not 4). */
+    const char *deep = "a: &d {b: {c: 1}}\nx: {y: {z: *d}}\n";
+    v = yamljson_load(deep, strlen(deep), 6, 1 << 20, &err);
+    CHECK(v != NULL);
+    json_decref(v);
+    CHECK(yamljson_load(deep, strlen(deep), 5, 1 << 20, &err) == NULL);
+    CHECK_INT(err.code, ERR_INVALID);
+    CHECK_STR(err.reason, "max_depth");
+    err_release(&err);
+}
+
 static void test_yamljson(void)
 {
     struct err err;
@@ -315,7 +387,7 @@ static void test_yamljson(void)
     const char *doc = "name: demo\nnodes: 2\nratio: 0.5\nsuspend: false\nimage: \"123\"\n"
                       "labels: {team: ml}\ncommand: [python, -c, 'print(1)']\nempty:\n"
                       "base: &b {x: 1}\ncopy: *b\nstr: !!str 10\n";
-    json_t *v = yamljson_load(doc, strlen(doc), 16, &err);
+    json_t *v = yamljson_load(doc, strlen(doc), 16, 1 << 20, &err);
     CHECK(v != NULL);
     if (v) {
         CHECK_INT(jsonx_int(v, "nodes", 0), 2);
@@ -329,24 +401,26 @@ static void test_yamljson(void)
     }
     json_decref(v);
     const char *bad = "a: [1, 2\n";
-    CHECK(yamljson_load(bad, strlen(bad), 16, &err) == NULL);
+    CHECK(yamljson_load(bad, strlen(bad), 16, 1 << 20, &err) == NULL);
     CHECK_INT(err.code, ERR_INVALID);
     err_release(&err);
     const char *two = "a: 1\n---\nb: 2\n";
-    CHECK(yamljson_load(two, strlen(two), 16, &err) == NULL);
+    CHECK(yamljson_load(two, strlen(two), 16, 1 << 20, &err) == NULL);
     err_release(&err);
     const char *dup = "a: 1\na: 2\n";
-    CHECK(yamljson_load(dup, strlen(dup), 16, &err) == NULL);
+    CHECK(yamljson_load(dup, strlen(dup), 16, 1 << 20, &err) == NULL);
     err_release(&err);
-    /* Billion laughs: each level doubles; the node budget stops it quickly. */
+    /* Billion laughs: each level doubles; the byte budget stops it quickly. */
     struct buf lol = BUF_INIT;
     buf_puts(&lol, "a0: &a0 [x, x]\n");
     for (int i = 1; i < 40; i++)
         buf_printf(&lol, "a%d: &a%d [*a%d, *a%d]\n", i, i, i - 1, i - 1);
-    CHECK(yamljson_load(lol.data, lol.len, 64, &err) == NULL);
-    CHECK(strstr(err.msg, "node limit") != NULL);
+    CHECK(yamljson_load(lol.data, lol.len, 64, 1 << 20, &err) == NULL);
+    CHECK_INT(err.code, ERR_TOO_LARGE);
+    CHECK_STR(err.reason, "max_bytes");
     err_release(&err);
     buf_release(&lol);
+    test_yamljson_expansion();
 }
 
 static void test_crypto(void)
@@ -507,6 +581,26 @@ static void test_logmatch_hits(void)
     logmatch_release(&m);
 }
 
+/* A record is one line, whatever its arguments hold (issue 17: a path's %0a forged a line). */
+static void test_log_one_line(void)
+{
+    int fds[2];
+    CHECK(pipe(fds) == 0);
+    int saved = dup(2);
+    dup2(fds[1], 2);
+    log_info("hook %s: no trigger %s", "r1", "x\n2026-01-01T00:00:00Z error forged\r\x7f");
+    dup2(saved, 2);
+    close(saved);
+    close(fds[1]);
+    char got[512] = "";
+    ssize_t n = read(fds[0], got, sizeof(got) - 1);
+    close(fds[0]);
+    got[n > 0 ? n : 0] = '\0';
+    char *nl = strchr(got, '\n');
+    CHECK(nl && nl[1] == '\0');
+    CHECK(strstr(got, "no trigger x\\x0a2026-01-01T00:00:00Z error forged\\x0d\\x7f\n") != NULL);
+}
+
 int main(void)
 {
     test_err();
@@ -521,5 +615,6 @@ int main(void)
     test_logrec_and_words();
     test_logmatch_case();
     test_logmatch_hits();
+    test_log_one_line();
     return check_done();
 }

@@ -1,6 +1,6 @@
 /*
- * Tests of server/dcgm's parsing of Prometheus answers: DCGM exporter series per node and GPU,
- * throttle reasons decoded, the conditions a node gets (Xid, ECC, throttling, idle), labels
+ * Tests of server/health/dcgm's parsing of Prometheus answers: DCGM exporter series per node and
+ * GPU, throttle reasons decoded, the conditions a node gets (Xid, ECC, throttling, idle), labels
  * and values that are not there, and answers that are not a successful vector.
  */
 #include "check.h"

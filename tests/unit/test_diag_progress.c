@@ -235,7 +235,9 @@ static void test_tracker(void)
     CHECK(near(json_real_value(json_object_get(j, "loss")), 2.0));
     CHECK(near(json_real_value(json_object_get(j, "eta_seconds")), 899));
     CHECK_STR(json_string_value(json_object_get(j, "throughput_unit")), "it/s");
-    CHECK_STR(json_string_value(json_object_get(j, "format")), "tqdm");
+    /* Hugging Face prints its tqdm bar beside the dicts: still "hf", the OpenAPI's name */
+    CHECK_STR(json_string_value(json_object_get(j, "format")), "hf");
+    CHECK(near(json_real_value(json_object_get(j, "epoch")), 0.1)); /* the last dict's */
     json_decref(j);
 
     struct stall_rank tl[4];
@@ -289,13 +291,51 @@ static void test_tracker_megatron(void)
     progress_state(p, &st);
     CHECK(st.finished);
     CHECK_INT(st.eta_ns, 0);
+    CHECK(near(st.loss, 4.5)); /* the summary's train_loss is a mean, not the last loss */
+    CHECK(st.has_epoch && near(st.epoch, 1.0));
     CHECK_INT(progress_feed(p, -1, 1, 1, fin, strlen(fin), s, 4), 0);
     progress_free(p);
     progress_free(NULL);
 }
 
+/* Megatron-LM's own line has no samples per second: derived from the global batch size and
+ * the time per iteration, as the job's throughput and a series of its own. */
+static void test_megatron_throughput(void)
+{
+    struct progress *p = progress_new();
+    struct progress_sample s[PROGPARSE_VALUES_MAX];
+    const char *line = " [2024-05-01 12:00:00] iteration      100/  500000 | consumed samples: "
+                       "51200 | elapsed time per iteration (ms): 1250.0 | throughput per GPU "
+                       "(TFLOP/s/GPU): 180.2 | learning rate: 1.500000E-04 | global batch size: "
+                       "  512 | lm loss: 7.123456E+00 | loss scale: 1.0 | grad norm: 1.234 |";
+    size_t n = progress_feed(p, 0, 1, NS_PER_SEC, line, strlen(line), s, PROGPARSE_VALUES_MAX);
+    bool derived = false;
+    for (size_t i = 0; i < n; i++)
+        derived |= strcmp(s[i].name, "samples_per_sec") == 0 && near(s[i].value, 409.6);
+    CHECK(derived);
+    struct progress_state st;
+    progress_state(p, &st);
+    CHECK(st.has_throughput && near(st.throughput, 409.6));
+    CHECK_STR(st.throughput_unit, "samples/s");
+    json_t *j = progress_state_json(&st);
+    CHECK_STR(json_string_value(json_object_get(j, "format")), "megatron");
+    CHECK(json_is_null(json_object_get(j, "epoch")));
+    json_decref(j);
+    progress_free(p);
+}
+
+/* The format names are the OpenAPI enum's. */
+static void test_format_names(void)
+{
+    CHECK_STR(progparse_format_name(PROGPARSE_HF), "hf");
+    CHECK_STR(progparse_format_name(PROGPARSE_KV), "kv");
+    CHECK_STR(progparse_format_name(PROGPARSE_TQDM), "tqdm");
+}
+
 int main(void)
 {
+    test_megatron_throughput();
+    test_format_names();
     test_hf();
     test_megatron();
     test_deepspeed();

@@ -279,8 +279,59 @@ static void test_retry_infra(void)
     json_decref(j);
 }
 
+/* Which rank to look at: the one that went silent while the others still print; else the one
+ * behind the others' step; the job's message names it with its last line. */
+static void test_quiet_ranks(void)
+{
+    struct stall_options o;
+    stall_options_default(&o);
+    struct timeline tl[4];
+    struct stall_rank r[4];
+    int64_t t0 = 1714564800LL * S; /* 2024-05-01T12:00:00Z */
+    for (int i = 0; i < 4; i++) {
+        cadence(&tl[i], &r[i], i, 21, t0, 10); /* steps 1..21, the last at 12:03:20 */
+        r[i].last_line = "step=21 loss=2.3";
+        r[i].last_len = strlen(r[i].last_line);
+    }
+    int64_t now = t0 + 200 * S + 400 * S;
+    for (int i = 0; i < 3; i++) { /* ranks 0-2 keep retrying NCCL; rank 3 printed nothing */
+        r[i].last_line_ns = now - 5 * S;
+        r[i].last_line = "NCCL WARN NET/Socket : peer closed";
+        r[i].last_len = strlen(r[i].last_line);
+    }
+    struct stall_result res;
+    stall_check(r, 4, now, &o, &res);
+    CHECK(res.stalled);
+    int q[8];
+    CHECK_INT(stall_quiet(&res, r, 4, q, 8), 1);
+    CHECK_INT(q[0], 3);
+    char text[512];
+    stall_summary(&res, r, 4, q, 1, text, sizeof(text));
+    CHECK_STR(text, "rank 3 went quiet: its last line, at 12:03:20Z, was \"step=21 loss=2.3\"; no "
+                    "training step since 12:03:20Z (step 21, limit 300 s)");
+    json_t *j = stall_json(&res, r, 4, NULL, 0);
+    CHECK_INT(json_integer_value(json_array_get(json_object_get(j, "quiet"), 0)), 3);
+    CHECK_STR(json_string_value(json_object_get(j, "summary")), text);
+    json_decref(j);
+
+    /* Everyone silent at the same step: nothing tells them apart, and the message says so. */
+    for (int i = 0; i < 4; i++)
+        r[i].last_line_ns = t0 + 200 * S;
+    stall_check(r, 4, now, &o, &res);
+    CHECK_INT(stall_quiet(&res, r, 4, q, 8), 0);
+    stall_summary(&res, r, 4, q, 0, text, sizeof(text));
+    CHECK_STR(text,
+              "every rank went quiet: no training step since 12:03:20Z (step 21, limit 300 s)");
+    /* ... unless one is a step behind. */
+    r[2].n = 20;
+    stall_check(r, 4, now, &o, &res);
+    CHECK_INT(stall_quiet(&res, r, 4, q, 8), 1);
+    CHECK_INT(q[0], 2);
+}
+
 int main(void)
 {
+    test_quiet_ranks();
     test_stall_limit();
     test_stall_bases();
     test_stragglers();

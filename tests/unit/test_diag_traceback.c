@@ -56,6 +56,46 @@ static void test_python_traceback(void)
     traceback_free(tb);
 }
 
+/* PyTorch's re-raise of a DataLoader worker's exception: the original is the answer, with the
+ * wrapper's message as context and the frames of both. */
+static void test_rewrapped(void)
+{
+    struct traceback *tb = traceback_new();
+    traceback_start(tb, 1);
+    feed(tb, 2, "  File \"/workspace/train.py\", line 198, in <module>");
+    feed(tb, 3, "    trainer.train()");
+    feed(tb, 4, "  File \"/usr/lib/python3/site-packages/torch/_utils.py\", line 722, in reraise");
+    CHECK_INT(feed(tb, 5, "KeyError: Caught KeyError in DataLoader worker process 3."),
+              TRACEBACK_CONSUMED);
+    CHECK_INT(feed(tb, 6, "Original Traceback (most recent call last):"), TRACEBACK_CONSUMED);
+    feed(tb, 7, "  File \"/workspace/data.py\", line 88, in __getitem__");
+    feed(tb, 8, "    text = row[\"input_text\"]");
+    CHECK_INT(feed(tb, 9, "KeyError: 'input_text'"), TRACEBACK_EXCEPTION);
+    const struct traceback_exc *e = traceback_exc(tb);
+    CHECK_STR(e->type, "KeyError");
+    CHECK_STR(e->message, "'input_text'");
+    CHECK_STR(e->context, "Caught KeyError in DataLoader worker process 3.");
+    CHECK_INT(e->nframes, 3);
+    CHECK_STR(e->frames[0].code, "trainer.train()");
+    CHECK_STR(e->frames[2].file, "/workspace/data.py");
+    CHECK_STR(e->frames[2].code, "text = row[\"input_text\"]");
+    CHECK_INT(e->last_seq, 9);
+    /* A wrapper without its original: closed by the next line, which is not its own. */
+    traceback_start(tb, 20);
+    feed(tb, 21, "  File \"/workspace/train.py\", line 5, in <module>");
+    CHECK_INT(feed(tb, 22, "ValueError: Caught ValueError in replica 0 on device 0."),
+              TRACEBACK_CONSUMED);
+    CHECK_INT(feed(tb, 23, "step 7"), TRACEBACK_EXCEPTION_BEFORE);
+    CHECK_STR(traceback_exc(tb)->message, "Caught ValueError in replica 0 on device 0.");
+    CHECK_INT(traceback_exc(tb)->last_seq, 22);
+    CHECK(!traceback_active(tb));
+    /* "Caught" of another kind is an ordinary message. */
+    traceback_start(tb, 30);
+    CHECK_INT(feed(tb, 31, "RuntimeError: Caught exception in all_reduce: peer went away"),
+              TRACEBACK_EXCEPTION);
+    traceback_free(tb);
+}
+
 static void test_deep_traceback(void)
 {
     struct traceback *tb = traceback_new();
@@ -332,6 +372,7 @@ static void test_events(void)
 
 int main(void)
 {
+    test_rewrapped();
     test_python_traceback();
     test_deep_traceback();
     test_exception_lines();

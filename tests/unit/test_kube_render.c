@@ -191,6 +191,64 @@ static void manifests(void)
     json_decref(spec);
 }
 
+/* The volume named name in a pod spec, and where the first container mounts it ("" if not). */
+static json_t *volume(json_t *pod_spec, const char *name, const char **mount_path)
+{
+    size_t i;
+    json_t *e, *found = NULL;
+    json_array_foreach(json_object_get(pod_spec, "volumes"), i,
+                       e) if (!strcmp(jsonx_str(e, "name"), name)) found = e;
+    *mount_path = "";
+    json_array_foreach(at(pod_spec, "containers/0/volumeMounts"), i,
+                       e) if (!strcmp(jsonx_str(e, "name"), name)) *mount_path =
+        jsonx_str(e, "mountPath");
+    return found;
+}
+
+/* Every pod has its checkpoint directory before the ranks start, mounted where
+ * TRAINYARD_CHECKPOINT_DIR says: the claim when given (at checkpoint.path, else /checkpoints),
+ * else an emptyDir (writable by any user), with or without checkpoint.path. */
+static void checkpoint_dir(void)
+{
+    static const struct {
+        const char *checkpoint, *dir, *claim;
+    } cases[] = {
+        { "", "/checkpoints", NULL },
+        { ",\"checkpoint\":{\"path\":\"/mnt/ck\"}", "/mnt/ck", NULL },
+        { ",\"checkpoint\":{\"volume_claim\":\"ckpt\"}", "/checkpoints", "ckpt" },
+        { ",\"checkpoint\":{\"volume_claim\":\"ckpt\",\"path\":\"/ck\"}", "/ck", "ckpt" },
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        char spec[256];
+        snprintf(spec, sizeof(spec), "{\"name\":\"c\",\"image\":\"i\",\"nodes\":2%s}",
+                 cases[k].checkpoint);
+        json_t *o = render(spec, TRAINER_RUNTIME_PATCHES);
+        for (int r = 0; r < 2; r++) {
+            json_t *ps = at(o, r ? "spec/pytorchReplicaSpecs/Worker/template/spec"
+                                 : "spec/pytorchReplicaSpecs/Master/template/spec");
+            const char *mount;
+            json_t *vol = volume(ps, "checkpoint", &mount);
+            CHECK_STR(mount, cases[k].dir);
+            CHECK_STR(env_value(at(ps, "containers/0/env"), "TRAINYARD_CHECKPOINT_DIR"),
+                      cases[k].dir);
+            if (cases[k].claim)
+                CHECK_STR(str(vol, "persistentVolumeClaim/claimName"), cases[k].claim);
+            else
+                CHECK(json_is_object(json_object_get(vol, "emptyDir")));
+        }
+        json_decref(o);
+    }
+    /* A TrainJob: the volume and mount in the pod settings, the variable in trainer.env. */
+    json_t *o = render("{\"name\":\"t\",\"image\":\"i\",\"kubernetes\":{\"kind\":\"TrainJob\"}}",
+                       TRAINER_TEMPLATE_OVERRIDES);
+    json_t *ps = at(o, "spec/podTemplateOverrides/0/spec");
+    const char *mount;
+    CHECK(json_is_object(json_object_get(volume(ps, "checkpoint", &mount), "emptyDir")));
+    CHECK_STR(mount, "/checkpoints");
+    CHECK_STR(env_value(at(o, "spec/trainer/env"), "TRAINYARD_CHECKPOINT_DIR"), "/checkpoints");
+    json_decref(o);
+}
+
 static void secret(void)
 {
     char name[64], path[128];
@@ -209,6 +267,7 @@ int main(void)
     pytorchjob();
     trainjob_forms();
     manifests();
+    checkpoint_dir();
     secret();
     return check_done();
 }

@@ -1,5 +1,5 @@
 /*
- * Tests of server/outcome: the spec's restart object mapped onto the retry policy (never,
+ * Tests of server/control/outcome: the spec's restart object mapped onto the retry policy (never,
  * on_failure, exit_code, `on` lists, budgets, node avoidance), stall limits from the spec's
  * health object, and the decisions that follow for the failures users meet most.
  */

@@ -15,7 +15,7 @@
 #include "api/routes.h"
 #include "core/buf.h"
 #include "core/clock.h"
-#include "core/notify.h"
+#include "core/wakeups.h"
 #include "store/jobs.h"
 #include "store/store.h"
 #include "store/tokens.h"
@@ -143,7 +143,7 @@ int main(void)
     struct store *st = store_open(path, NULL, &err);
     CHECK(st != NULL);
     struct api api = { .store = st,
-                       .notify = notify_new(),
+                       .wakeups = wakeups_new(),
                        .auth_enabled = true,
                        .default_executor = "local",
                        .local_enabled = true,
@@ -196,9 +196,23 @@ int main(void)
     CHECK_INT(call(&api, list, "/v1/jobs", auth), 401);
     CHECK_INT(call(&api, list, "/v1/jobs", "Bearer ty_notatoken"), 401);
     CHECK_INT(call(&api, list, "/v1/jobs", "Basic dXNlcjpwdw=="), 401);
+    /* Issue 17: a new secret in --admin-token-file made the daemon refuse to start (the name
+     * was taken). It replaces the old one, which stops working; a revoked secret stays so. */
+    const char *first = "ty_firstadminsecret0123456789", *second = "ty_secondadminsecret012345678";
+    CHECK_INT(auth_token_ensure(st, "admin-bootstrap", first, &err), 0);
+    CHECK_INT(auth_token_ensure(st, "admin-bootstrap", first, &err), 0);
+    CHECK_INT(auth_token_ensure(st, "admin-bootstrap", second, &err), 0);
+    snprintf(auth, sizeof(auth), "Bearer %s", second);
+    CHECK_INT(call(&api, list, "/v1/jobs", auth), 200);
+    snprintf(auth, sizeof(auth), "Bearer %s", first);
+    CHECK_INT(call(&api, list, "/v1/jobs", auth), 401);
+    CHECK_INT(auth_token_ensure(st, "admin-bootstrap", first, &err), -1);
+    CHECK_INT(err.code, ERR_CONFLICT);
+    err_release(&err);
+    err_init(&err);
     rendezvous_release(&api);
     store_close(st);
-    notify_free(api.notify);
+    wakeups_free(api.wakeups);
     err_release(&err);
     char cmd[128];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);

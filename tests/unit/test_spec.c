@@ -1,11 +1,12 @@
 /*
- * Tests of api/spec: the canonical text spec_check() writes, byte for byte. The store keeps that
+ * Tests of job/spec: the canonical text spec_check() writes, byte for byte. The store keeps that
  * text and Idempotency-Key retries compare its hash, so a change in its order, defaults or
  * number formatting would turn a retry across an upgrade into a 409: these cases pin it.
  */
 #include "job/spec.h"
 #include "check.h"
 #include "core/jsonx.h"
+#include "core/xalloc.h"
 #include "tests/default_limits.h"
 
 /* Their limits are the daemon's defaults, set in main. */
@@ -115,11 +116,97 @@ static void test_view_and_rejection(void)
     json_decref(doc);
 }
 
+/* Issue 17: resources.memory took -0.0 (stored as "-0") and 1e300, which no quantity holds. */
+static void test_quantities(void)
+{
+    static const char *const bad[] = { "-0.0", "1e300",  "-1",       "9223372036854775807",
+                                       "1e17", "\"-0\"", "\"1e300\"" };
+    char text[256];
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(text, sizeof(text),
+                 "{\"name\":\"q\",\"command\":[\"x\"],\"resources\":{\"memory\":%s}}", bad[i]);
+        json_t *doc = json_loads(text, 0, NULL);
+        struct spec_view v;
+        struct buf out = BUF_INIT;
+        struct err err;
+        err_init(&err);
+        if (spec_check(doc, &local, &out, &v, &err) == 0)
+            fprintf(stderr, "memory %s accepted\n", bad[i]);
+        CHECK_STR(err.nfields ? err.fields[0].pointer : "", "/resources/memory");
+        err_release(&err);
+        buf_release(&out);
+        json_decref(doc);
+    }
+    struct spec_view v;
+    json_t *doc;
+    char *ok = canonical("{\"name\":\"q\",\"command\":[\"x\"],\"resources\":{\"memory\":0.5}}",
+                         &local, &v, &doc);
+    CHECK(strstr(ok, "\"memory\":\"0.5\"") != NULL);
+    free(ok);
+    json_decref(doc);
+}
+
+/* The pointer of the only bad field of input, or "" when it is accepted (or has several). */
+static char *only_bad_field(const char *input)
+{
+    json_t *doc = json_loads(input, 0, NULL);
+    struct buf out = BUF_INIT;
+    struct spec_view v;
+    struct err err;
+    err_init(&err);
+    spec_check(doc, &local, &out, &v, &err);
+    char *ptr = xstrdup(err.nfields == 1 ? err.fields[0].pointer : "");
+    err_release(&err);
+    buf_release(&out);
+    json_decref(doc);
+    return ptr;
+}
+
+/* restart.backoff_seconds and max_backoff_seconds: kept when given, absent (the daemon's) when
+ * not; the longest wait may not be shorter than the first. */
+static void test_backoff_fields(void)
+{
+    struct spec_view v;
+    json_t *doc;
+    char *text = canonical("{\"name\":\"b\",\"command\":[\"x\"],\"restart\":{"
+                           "\"max_backoff_seconds\":600,\"backoff_seconds\":0}}",
+                           &local, &v, &doc);
+    CHECK(strstr(text, "\"avoid_failed_nodes\":true,\"backoff_seconds\":0,"
+                       "\"max_backoff_seconds\":600}") != NULL);
+    CHECK_INT(v.backoff_seconds, 0);
+    CHECK_INT(v.max_backoff_seconds, 600);
+    free(text);
+    json_decref(doc);
+    text = canonical("{\"name\":\"b\",\"command\":[\"x\"]}", &local, &v, &doc);
+    CHECK(strstr(text, "backoff") == NULL);
+    CHECK_INT(v.backoff_seconds, -1);
+    CHECK_INT(v.max_backoff_seconds, -1);
+    free(text);
+    json_decref(doc);
+    static const char *const bad[][2] = {
+        { "{\"backoff_seconds\":60,\"max_backoff_seconds\":30}", "/restart/max_backoff_seconds" },
+        { "{\"backoff_seconds\":-1}", "/restart/backoff_seconds" },
+        { "{\"backoff_seconds\":86401}", "/restart/backoff_seconds" },
+        { "{\"max_backoff_seconds\":0}", "/restart/max_backoff_seconds" },
+        { "{\"backoff_seconds\":\"10s\"}", "/restart/backoff_seconds" },
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char input[256];
+        snprintf(input, sizeof(input), "{\"name\":\"b\",\"command\":[\"x\"],\"restart\":%s}",
+                 bad[i][0]);
+        char *ptr = only_bad_field(input);
+        CHECK_STR(ptr, bad[i][1]);
+        free(ptr);
+    }
+}
+
 int main(void)
 {
     local.limits = kube.limits = &default_limits()->spec;
     test_defaults_and_order();
     test_values();
     test_view_and_rejection();
+    test_quantities();
+    test_backoff_fields();
     return check_done();
 }

@@ -13,6 +13,7 @@
 #include "core/jsonx.h"
 #include "store/jobs.h"
 #include "store/templates.h"
+#include "store/tokens.h"
 #include "store/triggers.h"
 #include "store/webhooks.h"
 
@@ -368,6 +369,56 @@ static void test_outbox(struct store *st)
     err_release(&err);
 }
 
+/* The audit trail's actions on one target, oldest first, comma-separated. */
+static void audit_of(struct store *st, const char *target, char *out, size_t size)
+{
+    json_t *arr = store_audit_list(st, target, 0, 10, NULL);
+    out[0] = '\0';
+    for (size_t i = json_array_size(arr); i-- > 0;)
+        snprintf(out + strlen(out), size - strlen(out), "%s%s", out[0] ? "," : "",
+                 jsonx_str(json_array_get(arr, i), "action"));
+    json_decref(arr);
+}
+
+/* A webhook update keeps the secret unless it brings one; each change is audited; a delete of
+ * one that is not there is ERR_NOT_FOUND and audits nothing. */
+static void test_webhook_changes(struct store *st)
+{
+    struct err err;
+    err_init(&err);
+    struct webhook_put w = { .id = "whk_c",
+                             .url = "http://x",
+                             .events = "[]",
+                             .secret = "whsec_1",
+                             .enabled = true,
+                             .actor = "me",
+                             .now = 1 };
+    CHECK_INT(store_webhook_insert(st, &w, &err), 0);
+    w.secret = NULL;
+    w.url = "http://y";
+    CHECK_INT(store_webhook_update(st, &w, &err), 0);
+    struct webhook_def *d = store_webhook_get(st, "whk_c", &err);
+    CHECK_STR(d ? d->secret : "", "whsec_1");
+    CHECK_STR(d ? d->url : "", "http://y");
+    webhook_def_free(d);
+    w.secret = "whsec_2";
+    CHECK_INT(store_webhook_update(st, &w, &err), 0);
+    d = store_webhook_get(st, "whk_c", &err);
+    CHECK_STR(d ? d->secret : "", "whsec_2");
+    webhook_def_free(d);
+    CHECK_INT(store_webhook_delete(st, "whk_c", "me", "req-1", &err), 0);
+    CHECK_INT(code_of(store_webhook_delete(st, "whk_c", "me", "req-2", &err), &err), ERR_NOT_FOUND);
+    CHECK(store_webhook_get(st, "whk_c", &err) == NULL);
+    CHECK_INT(err.code, ERR_NOT_FOUND);
+    char actions[128];
+    audit_of(st, "webhook/whk_c", actions, sizeof(actions));
+    CHECK_STR(actions, "webhook.create,webhook.update,webhook.update,webhook.delete");
+    CHECK_INT(code_of(store_trigger_delete(st, "trg_none", "me", "r", &err), &err), ERR_NOT_FOUND);
+    audit_of(st, "trigger/trg_none", actions, sizeof(actions));
+    CHECK_STR(actions, "");
+    err_release(&err);
+}
+
 int main(void)
 {
     struct store *st = open_store();
@@ -380,6 +431,7 @@ int main(void)
     test_log_shows_jobs(st, tpk);
     test_sns_and_prune(st, tpk);
     test_outbox(st);
+    test_webhook_changes(st);
     store_close(st);
     char cmd[128];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);

@@ -1,6 +1,6 @@
 /*
  * Tests of trigger parsing: key decoding, each sender's format from the fixtures in
- * data/trigger (written from shared/reference/s3-events.md), classification of non-uploads,
+ * data/trigger (written from AWS's and MinIO's documented examples), classification of non-uploads,
  * errors that name the field, rule matching and dedupe keys.
  */
 #include "tests/unit/check.h"

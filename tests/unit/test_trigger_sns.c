@@ -8,11 +8,9 @@
 #include "tests/unit/check.h"
 #include "tests/unit/test_trigger.h"
 
-#include <curl/curl.h>
-
 #include "core/clock.h"
+#include "core/httpc.h"
 #include "core/jsonx.h"
-#include "trigger/httpc.h"
 #include "trigger/sns.h"
 #include "trigger/trigger.h"
 
@@ -224,14 +222,14 @@ static void test_verify(void)
     /* Test host but without the test CA: the TLS fetch fails, a temporary error (5xx). */
     struct sns_policy noca = { .test_host = pki.host };
     struct sns_verifier *v_noca = sns_verifier_new(&noca, NULL);
-    CHECK_INT(verify(v_noca, v1, now, msg), ERR_UPSTREAM);
+    CHECK_INT(verify(v_noca, v1, now, msg), ERR_UNAVAILABLE);
     sns_verifier_free(v_noca);
 
     /* Certificate host unreachable. */
     char *dead = replace_field(v1, "SigningCertURL", "https://127.0.0.1:1/x.pem");
     struct sns_policy deadp = { .test_host = "127.0.0.1:1" };
     struct sns_verifier *v_dead = sns_verifier_new(&deadp, NULL);
-    CHECK_INT(verify(v_dead, dead, now, msg), ERR_UPSTREAM);
+    CHECK_INT(verify(v_dead, dead, now, msg), ERR_UNAVAILABLE);
     sns_verifier_free(v_dead);
     free(dead);
 
@@ -318,10 +316,11 @@ static void test_trigger_sns(void)
     char ca[128];
     snprintf(ca, sizeof(ca), "%s/ca.pem", pki.dir);
     struct httpc_options o = { .https_only = true, .ca_file = ca };
-    struct httpc *h = httpc_new(&o);
+    struct httpc *h = httpc_new(&o, NULL);
     struct httpc_response resp;
     httpc_response_init(&resp);
-    CHECK_INT(httpc_get(h, r.subscribe_url, &resp, NULL), 0);
+    struct httpc_request rq = { .url = r.subscribe_url };
+    CHECK_INT(httpc_do(h, &rq, &resp, NULL), 0);
     CHECK_INT(resp.status, 200);
     CHECK_STR(resp.body.data, "<ConfirmSubscriptionResponse/>");
     httpc_response_release(&resp);
@@ -418,7 +417,6 @@ static void test_trigger_sns(void)
 
 int main(void)
 {
-    curl_global_init(CURL_GLOBAL_DEFAULT);
     test_string_to_sign();
     test_urls();
     if (testpki_setup(&pki) < 0) {
@@ -430,6 +428,5 @@ int main(void)
     test_injected_fetcher();
     test_trigger_sns();
     testpki_teardown(&pki);
-    curl_global_cleanup();
     return check_done();
 }

@@ -53,7 +53,8 @@ static size_t problems(const char *text, char *first, size_t len)
 static const char *const good_template =
     "{\"name\": \"retrain-${S3_BUCKET}\","
     " \"command\": [\"python\", \"train.py\"],"
-    " \"args\": [\"--data\", \"${S3_URI}\", \"--lr\", \"${LR:-0.001}\", \"--size=${OBJECT_SIZE}\","
+    " \"args\": [\"--data\", \"${S3_URI}\", \"--lr\", \"${LR:-0.001}\", \"--size\", "
+    "\"${OBJECT_SIZE}\","
     "          \"--price=$$5\", \"$HOME\"],"
     " \"env\": {\"EPOCHS\": \"${EPOCHS}\", \"KEY\": \"${S3_KEY}\", \"AT\": \"${EVENT_TIME}\"},"
     " \"labels\": {\"dataset\": \"${S3_BUCKET}\", \"key\": \"${S3_KEY}\"},"
@@ -157,9 +158,9 @@ static void test_render(void)
     CHECK_STR(json_string_value(json_array_get(args, 1)),
               "s3://My.Datasets/incoming/run 42/data=v2.tar");
     CHECK_STR(json_string_value(json_array_get(args, 3)), "0.001");
-    CHECK_STR(json_string_value(json_array_get(args, 4)), "--size=73400320");
-    CHECK_STR(json_string_value(json_array_get(args, 5)), "--price=$5");
-    CHECK_STR(json_string_value(json_array_get(args, 6)), "$HOME");
+    CHECK_STR(json_string_value(json_array_get(args, 5)), "73400320");
+    CHECK_STR(json_string_value(json_array_get(args, 6)), "--price=$5");
+    CHECK_STR(json_string_value(json_array_get(args, 7)), "$HOME");
     json_t *env = json_object_get(spec, "env");
     CHECK_STR(jsonx_str(env, "EPOCHS"), "10");
     CHECK_STR(jsonx_str(env, "KEY"), "incoming/run 42/data=v2.tar");
@@ -285,11 +286,81 @@ static void test_injection(void)
     err_release(&err);
 }
 
+/* Issue 17: the guard looked for a shell as the command's first word, so `env sh -c`, `timeout
+ * 100 sh -c`, `busybox sh -c`, `bash --noprofile -c`, `python3 -c` and `perl -E` ran an object
+ * key as code. A variable is now a whole argument, never the program nor the code of a flag. */
+static void test_whole_arguments(void)
+{
+    static const char *const wrapped[] = {
+        "[\"env\", \"sh\", \"-c\", \"echo ${S3_KEY}\"]",
+        "[\"bash\", \"--noprofile\", \"-c\", \"echo ${S3_KEY}\"]",
+        "[\"timeout\", \"100\", \"sh\", \"-c\", \"echo ${S3_KEY}\"]",
+        "[\"busybox\", \"sh\", \"-c\", \"echo ${S3_KEY}\"]",
+        "[\"python3\", \"-u\", \"-c\", \"print('${S3_KEY}')\"]",
+        "[\"perl\", \"-E\", \"say '${S3_KEY}'\"]",
+        "[\"train\", \"--data=${S3_URI}\"]",
+        "[\"env\", \"sh\", \"-c\", \"${S3_KEY}\"]",
+        "[\"perl\", \"-E\", \"${S3_KEY}\"]",
+        "[\"node\", \"--eval\", \"${S3_KEY}\"]",
+        "[\"${S3_KEY}\"]",
+        "[\"${TOOL:-train}\", \"x\"]",
+    };
+    char text[512], first[64];
+    for (size_t i = 0; i < sizeof(wrapped) / sizeof(wrapped[0]); i++) {
+        snprintf(text, sizeof(text), "{\"name\": \"a\", \"command\": %s}", wrapped[i]);
+        if (problems(text, first, sizeof(first)) != 1)
+            fprintf(stderr, "accepted: %s\n", wrapped[i]);
+        CHECK_INT(problems(text, NULL, 0), 1);
+    }
+    /* The same through args: the pointer names the argument. */
+    CHECK_INT(problems("{\"name\": \"a\", \"command\": [\"env\", \"bash\", \"-lc\"],"
+                       " \"args\": [\"${S3_KEY}\"]}",
+                       first, sizeof(first)),
+              1);
+    CHECK_STR(first, "/args/0");
+    /* Accepted: whole arguments, positional parameters after a fixed script, env. */
+    CHECK_INT(problems("{\"name\": \"a\", \"command\": [\"env\", \"sh\", \"-c\","
+                       " \"cat \\\"$1\\\"\", \"sh\", \"${S3_KEY}\"]}",
+                       NULL, 0),
+              0);
+    CHECK_INT(problems("{\"name\": \"a\", \"command\": [\"timeout\", \"100\", \"train\","
+                       " \"--data\", \"${S3_URI}\"], \"env\": {\"K\": \"s3://${S3_BUCKET}/x\"}}",
+                       NULL, 0),
+              0);
+    /* Variables that programs read as code. */
+    CHECK_INT(problems("{\"name\": \"a\", \"command\": [\"true\"],"
+                       " \"env\": {\"BASH_ENV\": \"${S3_KEY}\"}}",
+                       first, sizeof(first)),
+              1);
+    CHECK_STR(first, "/env/BASH_ENV");
+    CHECK_INT(problems("{\"name\": \"a\", \"command\": [\"true\"],"
+                       " \"env\": [{\"name\": \"LD_PRELOAD\", \"value\": \"${S3_KEY}\"}]}",
+                       NULL, 0),
+              1);
+
+    /* Rendering: an object key that starts with '-' would be an option. */
+    struct jobtemplate_values vals;
+    struct err err;
+    jobtemplate_values_init(&vals);
+    err_init(&err);
+    json_t *t = load("{\"name\": \"a\", \"command\": [\"train\", \"${S3_KEY}\"]}");
+    struct s3event e = event("b", "--output=/etc/passwd");
+    jobtemplate_values_from_event(&vals, &e);
+    json_t *spec = jobtemplate_render(t, &vals, &err);
+    CHECK(spec == NULL);
+    CHECK_STR(err.nfields ? err.fields[0].pointer : "", "/command/1");
+    json_decref(spec);
+    json_decref(t);
+    jobtemplate_values_release(&vals);
+    err_release(&err);
+}
+
 int main(void)
 {
     test_validate();
     test_render();
     test_missing_values();
     test_injection();
+    test_whole_arguments();
     return check_done();
 }

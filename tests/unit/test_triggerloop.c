@@ -1,9 +1,10 @@
 /*
- * server/triggerloop against a real store: pending submissions become jobs through the same
- * path as POST /v1/jobs, the template rendered with the event and the trigger's values; a
+ * server/outbound/triggerloop against a real store: pending submissions become jobs through the
+ * same path as POST /v1/jobs, the template rendered with the event and the trigger's values; a
  * submission whose job was already committed before a crash (the object not yet marked) gets
  * that job, not a second one; a template that cannot render marks the object failed with why;
- * a paused loop leaves everything pending.
+ * a paused loop leaves everything pending; finished webhook messages older than 30 days are
+ * pruned (docs/triggers.md), newer ones kept.
  */
 #include "tests/unit/check.h"
 
@@ -20,6 +21,7 @@
 #include "store/jobs.h"
 #include "store/templates.h"
 #include "store/triggers.h"
+#include "store/webhooks.h"
 
 static char dir[64];
 static struct api api;
@@ -117,9 +119,11 @@ static void crash_after_commit(const char *key, char id[32])
     snprintf(ikey, sizeof(ikey), "trg_x/%s", key);
     crypto_sha256_hex(ikey, strlen(ikey), hash);
     json_t *spec = json_pack("{s:s,s:[s]}", "name", "other-content", "command", "true");
-    struct jobs_submit_opts o = {
-        .owner = "trigger/x", .idempotency_key = ikey, .idempotency_hash = hash, .request_id = "t"
-    };
+    struct jobs_submit_opts o = { .owner = "trigger/x",
+                                  .scope = SCOPE_ADMIN,
+                                  .idempotency_key = ikey,
+                                  .idempotency_hash = hash,
+                                  .request_id = "t" };
     struct err err;
     err_init(&err);
     struct submission *s = jobs_submission_new(&api, spec, &o, &err);
@@ -140,6 +144,57 @@ static int64_t pending(struct store *st)
     int64_t n = -1;
     store_trigger_objects_pending(st, &n, NULL);
     return n;
+}
+
+/* Queues a webhook message of no job and records it delivered `age_ns` ago. */
+static void delivered_message(struct store *st, int64_t wpk, const char *id, int64_t age_ns)
+{
+    struct outbox_new m = { wpk, id, "job.accepted", "", "{}" };
+    int64_t at = clock_now_ns() - age_ns;
+    CHECK_INT(store_outbox_add(st, &m, 1, 0, 0, at, NULL), 0);
+    struct outbox_msg **due;
+    size_t n = 0;
+    CHECK_INT(store_outbox_due(st, INT64_MAX, 10, &due, &n, NULL), 0);
+    CHECK_INT(n, 1);
+    if (n == 1) {
+        struct outbox_result r = { .pk = due[0]->pk,
+                                   .webhook_pk = wpk,
+                                   .attempt = 1,
+                                   .state = "delivered",
+                                   .status = 200,
+                                   .error = "",
+                                   .next_at = 0,
+                                   .now = at };
+        CHECK_INT(store_outbox_result(st, &r, NULL), 0);
+    }
+    outbox_msgs_free(due, n);
+}
+
+/* The ids of a webhook's messages, newest first, comma-separated. */
+static void message_ids(struct store *st, int64_t wpk, char *ids, size_t size)
+{
+    json_t *list = store_outbox_list(st, wpk, 0, 10, NULL);
+    size_t i;
+    json_t *m;
+    ids[0] = '\0';
+    json_array_foreach(list, i, m)
+        snprintf(ids + strlen(ids), size - strlen(ids), "%s%s", i ? "," : "", jsonx_str(m, "id"));
+    json_decref(list);
+}
+
+static int64_t add_webhook(struct store *st)
+{
+    struct webhook_put w = { .id = "whk_1",
+                             .url = "http://x",
+                             .events = "[]",
+                             .secret = "whsec_x",
+                             .enabled = true,
+                             .now = 1 };
+    CHECK_INT(store_webhook_insert(st, &w, NULL), 0);
+    struct webhook_def *def = store_webhook_get(st, "whk_1", NULL);
+    int64_t pk = def ? def->pk : 0;
+    webhook_def_free(def);
+    return pk;
 }
 
 static void run_loop(struct store *st, bool paused)
@@ -168,8 +223,17 @@ int main(void)
     crash_after_commit("a/one.tar", before);
     CHECK(before[0] != '\0');
 
+    int64_t wpk = add_webhook(st);
+    delivered_message(st, wpk, "old", 31LL * 24 * 3600 * NS_PER_SEC);
+    delivered_message(st, wpk, "new", 29LL * 24 * 3600 * NS_PER_SEC);
+    char ids[64];
+    message_ids(st, wpk, ids, sizeof(ids));
+    CHECK_STR(ids, "new,old");
+
     run_loop(st, true);
     CHECK_INT(pending(st), 3);
+    message_ids(st, wpk, ids, sizeof(ids));
+    CHECK_STR(ids, "new"); /* the loop prunes as it starts: finished over 30 days ago */
 
     run_loop(st, false);
     CHECK_INT(pending(st), 0);

@@ -36,7 +36,7 @@ class Daemon {
     if (flags) this.flags = flags;
     const err = fs.openSync(path.join(this.work, 'daemon.err'), 'a');
     this.proc = spawn(path.join(BUILD, 'trainyard'), ['serve', '--listen', `127.0.0.1:${this.port}`,
-      '--data-dir', this.data, '--local-slots', '8', '--stop-grace', '2s', ...this.flags], {
+      '--data-dir', this.data, '--local-slots', '8', '--stop-grace', '2s', '--webhook-allow-local', ...this.flags], {
       env: { ...process.env, TRAINYARD_ADMIN_TOKEN: TOKEN,
         ASAN_OPTIONS: process.env.ASAN_OPTIONS || 'detect_leaks=1:abort_on_error=0' },
       stdio: ['ignore', 'pipe', err] });

@@ -9,6 +9,8 @@ const fs = require('fs');
 const { TOKEN, SHOTS, sleep, check, summary, Daemon, killStrays, browser, shot, collectLines,
   checkSequence, tmpdir } = require('./lib.js');
 const { trainingJob, diagnosis, nodeMarks, hooks } = require('./live.js');
+const { hfCharts, failureCard, everyRankTimedOut, stalledCard, queuedCard, searchColumns, runningJob } = require('./page.js');
+const { usage } = require('./usage.js');
 
 const NET_ERRORS = /net::ERR_|Failed to load resource/;
 const sh = script => ['sh', '-c', script];
@@ -34,8 +36,11 @@ async function main() {
     const T = { page, d, setAllow: re => { allow = re; } };
 
     const steps = [tokenPrompt, submitForm, validation, followAndSearch, failedJob, cancelAndRetry,
-      restartDuringFollow, otherViews, trainingJob, diagnosis, nodeMarks, hooks, millionLines, authOffEventSource, phone];
-    for (const s of steps) {
+      restartDuringFollow, otherViews, trainingJob, diagnosis, hfCharts, failureCard, everyRankTimedOut, stalledCard,
+      queuedCard, searchColumns, runningJob, nodeMarks, hooks, usage, millionLines, authOffEventSource, phone];
+    /* TY_WEB_ONLY=regexp runs the steps it names (after the sign-in), for work on one view */
+    const only = process.env.TY_WEB_ONLY ? new RegExp(process.env.TY_WEB_ONLY) : null;
+    for (const s of steps.filter(x => !only || x === tokenPrompt || only.test(x.name))) {
       const t = Date.now();
       try {
         await s(T);
@@ -220,9 +225,11 @@ async function cancelAndRetry({ page, d }) {
   await page.click('main .actions button:text("Cancel")');
   await page.waitForSelector('#confirm-dialog[open]');
   await shot(page, 'confirm-cancel');
+  check('cancel asks first, with buttons that say what they do', (await page.textContent('#confirm-cancel')) === 'Keep it running' &&
+    (await page.textContent('#confirm-ok')) === 'Cancel the job');
   await page.click('#confirm-dialog button[value=cancel]');
   await sleep(300);
-  check('cancel asks first; "Cancel" keeps the job', (await d.api('GET', `/v1/jobs/${id}`)).body.state === 'running');
+  check('"Keep it running" keeps the job', (await d.api('GET', `/v1/jobs/${id}`)).body.state === 'running');
   await page.click('main .actions button:text("Cancel")');
   await page.click('#confirm-dialog button[value=ok]');
   check('cancelled after confirmation', await d.waitState(id, 'cancelled', 15000) === 'cancelled');
@@ -272,14 +279,19 @@ async function restartDuringFollow(T) {
 }
 
 async function otherViews({ page, d }) {
-  for (const [view, route, name] of [['nodes', '/v1/nodes', 'nodes'], ['hooks', '/v1/triggers', 'hooks']]) {
-    await page.goto(`${d.url}/#/${view}`);
-    check(`${view}: the daemon has ${route}`, await d.hasRoute('GET', route));
-    await page.waitForSelector('main .empty');
-    check(`${view}: says there are none yet`, /No (nodes|triggers)\./.test(await page.textContent('main')) &&
-      !/not available/.test(await page.textContent('main')));
-    await shot(page, name);
-  }
+  await page.goto(`${d.url}/#/nodes`);
+  check('nodes: the daemon has /v1/nodes', await d.hasRoute('GET', '/v1/nodes'));
+  await page.waitForSelector('main table td[data-label="Node"]');
+  const nodes = await page.textContent('main table');
+  check('nodes: this machine is listed, with its rank slots and its GPUs (none here)',
+    /localhost/.test(nodes) && /0 of \d+ in use/.test(nodes) && /none/.test(nodes), nodes);
+  await shot(page, 'nodes');
+  await page.goto(`${d.url}/#/hooks`);
+  check('hooks: the daemon has /v1/triggers', await d.hasRoute('GET', '/v1/triggers'));
+  await page.waitForSelector('main .empty');
+  check('hooks: says there are none yet, and what would show', /No triggers\./.test(await page.textContent('main')) &&
+    !/not available/.test(await page.textContent('main')));
+  await shot(page, 'hooks');
   await page.goto(`${d.url}/#/nowhere`);
   check('unknown page says so', /Not found/.test(await page.textContent('main h1')));
 }

@@ -207,7 +207,7 @@ sa_token() {
         [ -s "$DIR/sa.token" ]
 }
 wait_for "the trainyard ServiceAccount's token" 60 controller-manager sa_token
-kubeconfig "$DIR/trainyard.kubeconfig" trainyard "$(cat "$DIR/sa.token")" trainyard
+kubeconfig "$DIR/trainyard.kubeconfig" trainyard "$(cat "$DIR/sa.token")" trainyard-jobs
 # kubesim's identity: a ServiceAccount bound to cluster-admin, not system:masters, whose
 # requests the API server's priority and fairness would not queue: like the kubelets and
 # operators it stands for, its burst of writes must share the server with the daemon's.
