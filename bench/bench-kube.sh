@@ -133,7 +133,7 @@ echo "RSS peak $((peak[trainyard] / 1024)) MiB; VmHWM $(awk '/VmHWM/ {printf "%d
 echo "-- logs: $((l1 - l0)) lines stored of $total printed; duplicates dropped: $(metric trainyard_kube_log_duplicates_total)"
 
 # ---- a rank fails: how long until every other pod of its job is deleted
-ns=trainyard
+ns=trainyard-jobs
 kq() { curl -s --cacert "$KUBE_PKI/ca.crt" -H "Authorization: Bearer $KUBE_ADMIN_TOKEN" "$KUBE_SERVER$1"; }
 echo "-- a rank fails (OOMKilled, restart never, the others hang): its failure as the kubelet reports it -> every other pod deleted ($reaps runs)"
 for i in $(seq 1 "$reaps"); do
