@@ -91,12 +91,35 @@ static void next(struct kube *k, struct kjob *j, int step)
         run_step(k, j);
 }
 
+/* Runs step again after a backoff (doubling from BACKOFF_MIN to BACKOFF_MAX), saying why on
+ * the job's timeline. */
+static void retry_later(struct kube *k, struct kjob *j, int step, const char *reason,
+                        const char *message)
+{
+    j->step = step;
+    j->backoff = j->backoff ? j->backoff * 2 : BACKOFF_MIN;
+    if (j->backoff > BACKOFF_MAX)
+        j->backoff = BACKOFF_MAX;
+    j->next_try = clock_mono_ns() + j->backoff;
+    if (j->backoff == BACKOFF_MIN) /* once on the timeline, not once per try */
+        kube_report_event(k, j, "kubernetes_warning", reason, message);
+}
+
 /* The object exists already: ours when it carries our job id. */
 static void on_get(struct kube *k, struct kjob *j, const struct buf *body, struct err *err)
 {
     json_t *o = json_loadb(buf_cstr(body), body->len, 0, NULL);
     const json_t *meta = json_object_get(o, "metadata");
     const char *id = jsonx_str(json_object_get(meta, "labels"), KUBE_LABEL_JOB_ID);
+    if (id && !strcmp(id, j->m.id) && jsonx_str(meta, "deletionTimestamp")) {
+        /* An earlier attempt's object (suspended, requeued) still being deleted while its pods
+         * end: adopting it would follow a job about to vanish. Create ours once it is gone. */
+        json_decref(o);
+        retry_later(k, j, S_OBJECT, "Waiting",
+                    "the previous attempt's object is still being deleted; creating it again "
+                    "once it is gone");
+        return;
+    }
     if (id && !strcmp(id, j->m.id)) {
         snprintf(j->uid, sizeof(j->uid), "%s",
                  jsonx_str(meta, "uid") ? jsonx_str(meta, "uid") : "");
@@ -123,8 +146,13 @@ static void on_step(void *ctx, long status, const struct buf *body, struct err *
         log_warn("kube: owner reference of %s's token: %s", j->m.obj, err->msg);
         ok = true;
     }
-    if (!ok && status == 409 && (j->step == S_SECRET || j->step == S_OBJECT)) {
-        next(k, j, j->step == S_SECRET ? S_SECRET_PATCH : S_GET);
+    if (!ok && status == 409 && j->step == S_SECRET) {
+        next(k, j, S_SECRET_PATCH);
+        return;
+    }
+    if (!ok && status == 409 && j->step == S_OBJECT) { /* backoff kept: see retry_later */
+        j->step = S_GET;
+        run_step(k, j);
         return;
     }
     if (!ok && retryable(status, err)) {

@@ -1,11 +1,12 @@
 #!/bin/bash
-# 49-kube-usage: usage on the Kubernetes executor, against the test API server: a 4-node
-# PyTorchJob with 2 ranks per pod and 8 GPUs per pod counts each rank's run from its pod's
-# container startedAt to finishedAt with half the pod's GPUs; each run carries its node's
-# instance type and Karpenter capacity type (the test fleet has one spot node in four), so a
-# price table prices spot and on-demand runs apart; grouped by instance and capacity type.
+# 49-kube-usage: usage on the Kubernetes executor, on the real control plane with kubesim's
+# nodes (tests/kube/cluster): a 4-node PyTorchJob with 2 ranks per pod and 8 GPUs per pod counts
+# each rank's run from its pod's container startedAt to finishedAt with half the pod's GPUs; each
+# run carries its node's instance type and Karpenter capacity type (the simulated fleet has one
+# spot node in four), so a price table prices spot and on-demand runs apart; grouped by instance
+# and capacity type.
 source "$(dirname "$0")/kubelib.sh"
-kube_start --nodes 4 --instance-type p4d.24xlarge
+cluster_start --nodes 4 --instance-type p4d.24xlarge
 ty_start --executor kubernetes --kubeconfig "$KC"
 
 id=$(submit_id '{"name":"usage","image":"pytorch/pytorch:2.7","command":["torchrun","train.py"],
@@ -23,7 +24,7 @@ SECS='def secs: sub("\\.[0-9]+Z$"; "Z") | fromdateiso8601;'
 same=0
 for r in 0 1 2 3 4 5 6 7; do
     pod=$(jq -r ".ranks[$r].pod" <<<"$job")
-    term=$(k GET "/api/v1/namespaces/default/pods/$pod" | jq -c '.status.containerStatuses[0].state.terminated')
+    term=$(k GET "/api/v1/namespaces/$KNS/pods/$pod" | jq -c '.status.containerStatuses[0].state.terminated')
     run=$(jq -c ".rank_runs[] | select(.rank == $r)" <<<"$u")
     jq -e -n --argjson t "$term" --argjson run "$run" "$SECS"'
         ($t.startedAt | secs) == ($run.started_at | secs) and ($t.finishedAt | secs) == ($run.finished_at | secs)' >/dev/null &&
