@@ -28,7 +28,7 @@ finish() {
     [ -n "$pid" ] && kill "$pid" 2>/dev/null
     [ -n "$spid" ] && kill "$spid" 2>/dev/null && wait "$spid" 2>/dev/null
     "$src/tests/kube/cluster/down.sh" "$work/cluster"
-    rm -rf "$work"
+    [ -n "${KEEP:-}" ] && echo "kept $work" || rm -rf "$work"
 }
 trap finish EXIT
 

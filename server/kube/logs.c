@@ -18,6 +18,7 @@
 #define BACKOFF_MIN  (250 * NS_PER_MS)
 #define BACKOFF_MAX  (10 * NS_PER_SEC)
 #define REFOLLOW_GAP (1 * NS_PER_SEC) /* between follows of a container still running */
+#define REFOLLOW_MAX (8 * NS_PER_SEC) /* ... doubling while follows bring no new line */
 
 enum fetch { F_NONE, F_PREVIOUS, F_FOLLOW, F_CURRENT };
 
@@ -41,6 +42,8 @@ struct kube_follow {
     bool done;
     bool starved; /* running, but every stream is taken */
     int64_t next_try, backoff, last_follow_end, wake_at;
+    int64_t refollow_gap; /* the wait before the next follow of a running container */
+    int took;             /* new lines the request in flight brought */
 };
 
 static atomic_ullong total_lines, total_dups, total_requests, total_prev, total_push_ns;
@@ -156,6 +159,7 @@ static void take_line(struct kube_follow *f, const char *line, size_t len)
         return;
     }
     f->line_ts = ts;
+    f->took++;
     linesplit_feed(&f->split, line + off, len - (size_t)off, ts, emit, f);
     linesplit_feed(&f->split, "\n", 1, ts, emit, f);
 }
@@ -199,6 +203,20 @@ static void retry_later(struct kube_follow *f, int64_t delay)
     f->next_try = clock_mono_ns() + delay;
 }
 
+/* A follow ended cleanly while the pod may still say running: most often the container has
+ * just ended and its status is on its way, late when the API server is busy (1-5 s with 8,000
+ * pods starting). Following again at once would read nothing new, so a follow that brought no
+ * new line doubles the wait before the next (1 s up to REFOLLOW_MAX); the status, when it
+ * comes, is acted on at once. A stream cut while lines flow is followed again after 1 s. */
+static void follow_ended(struct kube_follow *f)
+{
+    f->last_follow_end = clock_mono_ns();
+    if (f->took || !f->refollow_gap)
+        f->refollow_gap = REFOLLOW_GAP;
+    else if ((f->refollow_gap *= 2) > REFOLLOW_MAX)
+        f->refollow_gap = REFOLLOW_MAX;
+}
+
 static void on_done(void *ctx, long status, const struct buf *body, struct err *err)
 {
     struct kube_follow *f = ctx;
@@ -222,7 +240,7 @@ static void on_done(void *ctx, long status, const struct buf *body, struct err *
         else if (was == F_CURRENT)
             snprintf(f->read_cur, sizeof(f->read_cur), "%s", f->fetching_id);
         else
-            f->last_follow_end = clock_mono_ns();
+            follow_ended(f);
         decide(f);
         return;
     }
@@ -263,6 +281,7 @@ static void request(struct kube_follow *f, enum fetch what, const char *id)
         kube_query_escape(&q, ts);
     }
     f->seen = 0;
+    f->took = 0;
     f->fetch = what;
     snprintf(f->fetching_id, sizeof(f->fetching_id), "%s", id);
     struct kube_request r = { .method = "GET",
@@ -294,7 +313,7 @@ static void decide(struct kube_follow *f)
     if (s->running) {
         /* A follow that ended while the pod still says running: the container has most likely
          * just ended (its status follows soon), or the stream was cut; wait a moment. */
-        int64_t again = f->last_follow_end + REFOLLOW_GAP;
+        int64_t again = f->last_follow_end + f->refollow_gap;
         if (last_unread)
             request(f, F_PREVIOUS, s->last_id);
         else if (f->last_follow_end && clock_mono_ns() < again)
