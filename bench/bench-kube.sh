@@ -25,8 +25,10 @@ work=$(mktemp -d /tmp/bench-kube.XXXXXX)
 token=ty_benchadmintoken0123456789abcdefghijk
 pid="" spid=""
 finish() {
-    [ -n "$pid" ] && kill "$pid" 2>/dev/null
-    [ -n "$spid" ] && kill "$spid" 2>/dev/null && wait "$spid" 2>/dev/null
+    # set -e stays on in here: a kill of a process already gone (a crashed daemon) must not end
+    # the clean-up before the control plane is down
+    [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
+    [ -n "$spid" ] && kill "$spid" 2>/dev/null && wait "$spid" 2>/dev/null || true
     "$src/tests/kube/cluster/down.sh" "$work/cluster"
     [ -n "${KEEP:-}" ] && echo "kept $work" || rm -rf "$work"
 }
