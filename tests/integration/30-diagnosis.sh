@@ -142,7 +142,7 @@ if [ -n "$cg" ] && [ -w "$cg" ]; then
     check_eq "oom kill: SIGKILL" 9 "$(echo "$j" | jq '.ranks[0].signal')"
     check "oom kill: cgroup removed" test -z "$(ls "$cg" | grep "trainyard-$memhog")"
 else
-    echo "SKIP: oom kill: no writable memory cgroup here"
+    ty_skip_part "oom kill: no writable memory cgroup here"
 fi
 
 # Preemption ends in its own state.

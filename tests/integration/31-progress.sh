@@ -97,6 +97,6 @@ if [ -x "$W" ]; then
     check_eq "reference: eval_loss" 1 "$(echo "$r" | jq '[.series[] | select(.name=="eval_loss") | .points[]] | length')"
     check "reference: loss falls" test "$(echo "$r" | jq '[.series[] | select(.name=="loss") | .points[].value] | .[0] > .[-1]')" = true
 else
-    echo "SKIP: no trainyard-worker in $TY_BUILD"
+    ty_skip_part "no trainyard-worker in $TY_BUILD"
 fi
 ty_done

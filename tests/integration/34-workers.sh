@@ -94,6 +94,6 @@ if [ -x "$W" ]; then
     check_eq "run: heartbeats reached the daemon" 5 "$(echo "$h" | jq '.ranks[0].heartbeat_step')"
     check_eq "run: loss from the log, not twice" 5 "$(api GET "/v1/jobs/$run/metrics?name=loss" | jq '.series[0].count')"
 else
-    echo "SKIP: no trainyard-worker in $TY_BUILD"
+    ty_skip_part "no trainyard-worker in $TY_BUILD"
 fi
 ty_done

@@ -13,13 +13,13 @@ ok() { pass=$((pass + 1)); }
 ko() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
 export FI_TCP_IFACE=lo MASTER_ADDR=127.0.0.1
 
-# ranks PROVIDER WORLD SKIP NAME CMD...: starts ranks 0..WORLD-1 except SKIP, waits, writes
+# ranks PROVIDER WORLD ABSENT NAME CMD...: starts ranks 0..WORLD-1 except ABSENT, waits, writes
 # $tmp/NAME.R.{out,err,rc}.
 ranks() {
-    local prov=$1 world=$2 skip=$3 name=$4 r pids=()
+    local prov=$1 world=$2 absent=$3 name=$4 r pids=()
     shift 4
     for ((r = 0; r < world; r++)); do
-        [ "$r" = "$skip" ] && continue
+        [ "$r" = "$absent" ] && continue
         FI_PROVIDER=$prov RANK=$r LOCAL_RANK=$r WORLD_SIZE=$world MASTER_PORT=29400 \
             TRAINYARD_RENDEZVOUS="dir:$tmp/rdzv-$name" "$W" "$@" \
             > "$tmp/$name.$r.out" 2> "$tmp/$name.$r.err" &
