@@ -501,20 +501,19 @@ static int cancel_once(struct request *req, const struct job *j, struct err *err
     return store_job_update(req->api->store, &u, err);
 }
 
-void jobs_cancel(struct request *req, struct response *res)
+typedef int (*job_change_fn)(struct request *req, const struct job *j, struct err *err);
+
+/* Applies change to j (taken), retried from the new state after a concurrent change (the job
+ * just started or ended), and answers 202 with the job or the problem. */
+static void change_job(struct request *req, struct response *res, struct job *j,
+                       job_change_fn change, const char *action)
 {
-    struct job *j = job_from_path(req, res);
-    if (!j || !may_change(req, res, j)) {
-        job_free(j);
-        return;
-    }
     struct err err;
     err_init(&err);
     int rc = -1;
-    /* A concurrent change (the job just started or ended) is retried from the new state. */
     for (int attempt = 0; attempt < 5; attempt++) {
         err_release(&err);
-        rc = cancel_once(req, j, &err);
+        rc = change(req, j, &err);
         if (rc == 0 || err.code != ERR_CONFLICT || jobstate_terminal(j->state))
             break;
         int64_t pk = j->pk;
@@ -524,7 +523,7 @@ void jobs_cancel(struct request *req, struct response *res)
             break;
     }
     if (rc == 0) {
-        audit(req, "job.cancel", req->params[0]);
+        audit(req, action, req->params[0]);
         notify_changed(req->api, j->pk);
         respond_job(req, res, 202, req->params[0]);
     } else {
@@ -532,6 +531,16 @@ void jobs_cancel(struct request *req, struct response *res)
     }
     err_release(&err);
     job_free(j);
+}
+
+void jobs_cancel(struct request *req, struct response *res)
+{
+    struct job *j = job_from_path(req, res);
+    if (!j || !may_change(req, res, j)) {
+        job_free(j);
+        return;
+    }
+    change_job(req, res, j, cancel_once, "job.cancel");
 }
 
 void jobs_resume(struct request *req, struct response *res)
@@ -609,29 +618,7 @@ void jobs_suspend(struct request *req, struct response *res)
         job_free(j);
         return;
     }
-    struct err err;
-    err_init(&err);
-    int rc = -1;
-    for (int attempt = 0; attempt < 5; attempt++) { /* a concurrent change: from the new state */
-        err_release(&err);
-        rc = suspend_once(req, j, &err);
-        if (rc == 0 || err.code != ERR_CONFLICT || jobstate_terminal(j->state))
-            break;
-        int64_t pk = j->pk;
-        job_free(j);
-        j = store_job_get_pk(req->api->store, pk, NULL);
-        if (!j)
-            break;
-    }
-    if (rc == 0) {
-        audit(req, "job.suspend", req->params[0]);
-        notify_changed(req->api, j->pk);
-        respond_job(req, res, 202, req->params[0]);
-    } else {
-        problem_respond(req, res, &err);
-    }
-    err_release(&err);
-    job_free(j);
+    change_job(req, res, j, suspend_once, "job.suspend");
 }
 
 void jobs_delete(struct request *req, struct response *res)
